@@ -1,0 +1,106 @@
+"""The `kb` command line: parse, call one core function, render, map exit codes.
+
+Each subcommand lives in its own module under ``kbtools.cli`` and exposes
+``register(app)``; a module imports its core lazily inside the command so that
+``kb lint --staged`` (the hook) does not pay for ingest, redaction or HTTP.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from kbtools.errors import ExitCode, KbError
+
+try:  # typer >= 0.29 vendors click
+    from typer._click import exceptions as _click_exc
+except ImportError:  # pragma: no cover - older typer
+    from click import exceptions as _click_exc  # type: ignore[no-redef]
+
+# One module per command family, in the order `kb --help` lists them.
+COMMAND_MODULES = (
+    "init",
+    "lint",
+    "raw",
+    "ingest",
+    "redact",
+    "artifacts",
+    "verify",
+    "retention",
+    "promote",
+    "hooks",
+)
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="kb",
+        help="Lint, protect and feed a knowledge base written with coding agents.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+    def _show_version(value: bool) -> None:
+        if value:
+            from kbtools import __version__
+
+            print(f"kb {__version__}")
+            raise typer.Exit(0)
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", help="Show the version and exit.", is_eager=True, callback=_show_version
+        ),
+    ) -> None:
+        """Lint, protect and feed a knowledge base written with coding agents.
+
+        Add --debug anywhere to see the traceback of an unexpected error.
+        """
+
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"kbtools.cli.{name}")
+        module.register(app)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args = [a for a in args if a != "--debug"]
+    try:
+        result = build_app()(args=args, prog_name="kb", standalone_mode=False)
+    except KbError as exc:
+        if debug:
+            raise
+        print(f"kb: error: {exc}", file=sys.stderr)
+        return int(exc.code)
+    except _click_exc.NoArgsIsHelpError as exc:
+        print(exc.format_message(), file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except _click_exc.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "kb"
+        print(f"kb: error: {exc.format_message()} ({where} --help)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("kb: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:  # a bug: one line unless --debug
+        if debug:
+            raise
+        print(
+            f"kb: error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 3
+    return int(result) if isinstance(result, int) else int(ExitCode.OK)

@@ -1,0 +1,9 @@
+"""`kb hooks`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Not wired yet."""

@@ -1,0 +1,196 @@
+"""`.kb.yaml` → one frozen :class:`Config`.
+
+Precedence is flag > environment variable > `.kb.yaml` > default. This module
+owns the file and the defaults; a command applies its own flags and
+environment variables on top with :func:`pick`.
+
+Every key the file may hold is declared once in ``_SCHEMA``; an unknown key or
+a value of the wrong type is a :class:`ConfigError` naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kbtools.errors import ConfigError
+
+CONFIG_FILE = ".kb.yaml"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    raw: str = "src/content/raw"
+    raw_manifest: str = "src/content/raw/.manifest.sha256"
+    notes: str = "src/content/note"
+    # `{locale}` is replaced by the canonical locale.
+    index: str = "src/content/information/{locale}/kb-index.md"
+    log: str = "src/content/information/{locale}/kb-log.md"
+    artifact_manifest: str = "src/content/note/.manifest.jsonl"
+    ingest_output: str = ".agent/kb-ingest"
+    checkpoint: str = ".agent/checkpoints/current-task.md"
+    kb_md: str = "KB.md"
+
+
+@dataclass(frozen=True)
+class EnumsConfig:
+    kind: tuple[str, ...] = ("concept", "entity", "synthesis")
+    status: tuple[str, ...] = ("active", "provisional", "deprecated")
+
+
+@dataclass(frozen=True)
+class RedactionConfig:
+    # Absolute paths under these prefixes are well-known system paths, not private.
+    public_path_prefixes: tuple[str, ...] = (
+        "/usr/", "/etc/", "/opt/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/",
+        "/lib64/", "/var/", "/tmp/", "/run/", "/srv/", "/nix/", "/Library/", "/System/",
+        "/Applications/",
+    )
+    # Literal strings that are never redacted (e.g. a public host name of the team).
+    allow: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    omp_sessions: str | None = None
+    codex_dir: str | None = None
+    opencode_db: str | None = None
+    prompt_history: str | None = None
+    claude_dir: str | None = None
+    hindsight_url: str | None = None
+    skip_hindsight: bool = False
+    jobs: int | None = None
+    max_text: int = 120_000
+    max_candidate: int = 8_000
+
+
+@dataclass(frozen=True)
+class DerivedConfig:
+    enabled: bool = True
+    threshold: float = 0.8
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    refuse: int = 3
+    registry_prefixes: tuple[str, ...] = ("JIRA-", "GH-", "CVE-", "RFC", "PEP", "ADR-")
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    source: Path | None = None  # the .kb.yaml that was read, if any
+    canonical_locale: str | None = None  # None: the single locale that has an index
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    enums: EnumsConfig = field(default_factory=EnumsConfig)
+    redaction: RedactionConfig = field(default_factory=RedactionConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    derived: DerivedConfig = field(default_factory=DerivedConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+
+
+_SECTIONS: dict[str, type] = {
+    "paths": PathsConfig,
+    "enums": EnumsConfig,
+    "redaction": RedactionConfig,
+    "ingest": IngestConfig,
+    "derived": DerivedConfig,
+    "retention": RetentionConfig,
+}
+
+
+def load_config(root: Path) -> Config:
+    """Read `<root>/.kb.yaml` if present; defaults otherwise."""
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return Config(root=root)
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except (YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"invalid YAML: {first}", str(path)) from None
+    if data is None:
+        return Config(root=root, source=path)
+    if not isinstance(data, Mapping):
+        raise ConfigError("top level must be a mapping", str(path))
+    return _build(root, path, data)
+
+
+def _build(root: Path, path: Path, data: Mapping[str, Any]) -> Config:
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "canonical_locale":
+            if value is not None and not isinstance(value, str):
+                raise ConfigError("canonical_locale must be a string", f"{path}: canonical_locale")
+            kwargs[key] = value
+        elif key in _SECTIONS:
+            kwargs[key] = _section(_SECTIONS[key], key, value, path)
+        else:
+            raise ConfigError(f"unknown key '{key}'", str(path))
+    return Config(root=root, source=path, **kwargs)
+
+
+def _section(cls: type[T], name: str, value: Any, path: Path) -> T:
+    if value is None:
+        return cls()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"'{name}' must be a mapping", str(path))
+    defaults = cls()
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    kwargs: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in fields:
+            raise ConfigError(f"unknown key '{name}.{key}'", str(path))
+        kwargs[key] = _coerce(getattr(defaults, key), fields[key].type, item, f"{name}.{key}", path)
+    return cls(**kwargs)
+
+
+def _coerce(default: Any, annotation: Any, item: Any, key: str, path: Path) -> Any:
+    where = f"{path}: {key}"
+    kind = str(annotation)
+    if item is None:
+        if "None" in kind:
+            return None
+        raise ConfigError(f"'{key}' may not be empty", str(path))
+    if isinstance(default, tuple) or kind.startswith("tuple"):
+        if not isinstance(item, list) or not all(isinstance(x, str) for x in item):
+            raise ConfigError(f"'{key}' must be a list of strings", where)
+        return tuple(item)
+    if isinstance(default, bool) or kind == "bool":
+        if not isinstance(item, bool):
+            raise ConfigError(f"'{key}' must be true or false", where)
+        return item
+    if isinstance(default, float) or kind == "float":
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise ConfigError(f"'{key}' must be a number", where)
+        return float(item)
+    if isinstance(default, int) or kind.startswith("int"):
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise ConfigError(f"'{key}' must be an integer", where)
+        return item
+    if not isinstance(item, str):
+        raise ConfigError(f"'{key}' must be a string", where)
+    return item
+
+
+def pick(flag: T | None, env_var: str | None, configured: T, parse: Callable[[str], T]) -> T:
+    """Flag > environment variable > configured value (file or default).
+
+    ``parse`` turns the environment string into a value and raises
+    :class:`ConfigError` (naming ``env_var``) when it cannot.
+    """
+    if flag is not None:
+        return flag
+    if env_var:
+        raw = os.environ.get(env_var)
+        if raw is not None and raw != "":
+            return parse(raw)
+    return configured

@@ -1,0 +1,1 @@
+"""Derived filter: the knowledge base never learns from its own output."""

@@ -1,0 +1,1 @@
+"""`kb ingest`: agent session transcripts → redacted candidate ledgers."""

@@ -1,0 +1,1 @@
+"""One module per agent, each with ``discover`` and ``load`` (see ``kbtools.ingest.model``)."""

@@ -1,0 +1,1 @@
+"""The knowledge-base model: layout, slugs, frontmatter, raw manifest."""

@@ -1,0 +1,1 @@
+"""Redaction: secrets, identities, private hosts and paths out before anything reaches disk."""

@@ -1,0 +1,1 @@
+"""Helpers for tests: temporary git repos, in-process CLI runs, generated secrets."""

@@ -1,0 +1,50 @@
+"""Run `kb` in-process (fast) or as a subprocess (real interpreter start, real exit code)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_kb(*args: str, cwd: Path | None = None, stdin: str | None = None) -> Result:
+    """In-process: `kbtools.cli.main(args)` with captured stdout/stderr."""
+    from kbtools.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd = Path.cwd()
+    old_stdin = sys.stdin
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(old_cwd)
+        sys.stdin = old_stdin
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_kb_process(
+    *args: str, cwd: Path, stdin: str | bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    """Subprocess: `python -m kbtools ...`."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbtools", *args], cwd=cwd, input=data, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
