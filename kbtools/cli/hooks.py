@@ -1,9 +1,109 @@
-"""`kb hooks`."""
+"""`kb hooks`: plain git hooks for repositories without the pre-commit framework."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
 import typer
+
+from kbtools.cli.common import RootOption
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    hooks = typer.Typer(
+        name="hooks", help="Plain git hooks for repositories that don't use the pre-commit framework.",
+        no_args_is_help=True,
+    )
+    app.add_typer(hooks)
+
+    @hooks.command("install")
+    def install(
+        root: RootOption = None,
+        path: Annotated[
+            Optional[str],
+            typer.Option("--path", help="Hooks folder inside the repository (default: hooks/ if it holds the kb "
+                                        "hook, else .kb/hooks/)."),
+        ] = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace another core.hooksPath, hook script or .git/hooks hooks.")
+        ] = False,
+    ) -> None:
+        """Write the kb pre-commit hook into the repository and point core.hooksPath at it."""
+        from kbtools.kb import githooks
+
+        result = githooks.install(root or Path.cwd(), path=path, force=force)
+        script = f"{result.hooks_dir}/{githooks.HOOK_NAME}"
+        print(f"{'wrote' if result.script_written else 'kept '} {script}")
+        if result.previous_hooks_path and result.previous_hooks_path != result.hooks_dir:
+            print(f"replaced core.hooksPath '{result.previous_hooks_path}'")
+        print(f"core.hooksPath = {result.hooks_dir}: commits now run `kb hooks run pre-commit`")
+
+    @hooks.command("uninstall")
+    def uninstall(root: RootOption = None) -> None:
+        """Unset core.hooksPath if it points at a kb hooks folder (the folder is kept)."""
+        from kbtools.kb import githooks
+
+        previous = githooks.uninstall(root or Path.cwd())
+        print(f"unset core.hooksPath (was {previous})" if previous else "core.hooksPath was not set")
+
+    @hooks.command("run")
+    def run(
+        hook: Annotated[str, typer.Argument(help="Hook to run: pre-commit.")],
+    ) -> None:
+        """Run what a plain git hook runs (called by the installed hook script)."""
+        from kbtools.errors import KbError
+        from kbtools.kb.githooks import HOOK_NAME, PRE_COMMIT_STEPS
+
+        if hook != HOOK_NAME:
+            raise KbError(f"unknown hook '{hook}' (known: {HOOK_NAME})", "kb hooks run")
+        code = run_steps(PRE_COMMIT_STEPS)
+        raise typer.Exit(code)
+
+
+def run_steps(steps: Sequence[tuple[str, ...]]) -> int:
+    """Run each step in this process; the last one only if all before it passed.
+
+    A step whose command (or its last option) this `kb` does not have is
+    skipped with a notice, so the hook works while a command is not built yet.
+    """
+    from kbtools.cli import build_app, main
+
+    tree = _click_tree(build_app())
+    worst = 0
+    for i, argv in enumerate(steps):
+        if i == len(steps) - 1 and worst:
+            break
+        if not _has_command(tree, argv):
+            print(f"kb hooks: skipped `kb {' '.join(argv)}` (not available in this kb)", file=sys.stderr)
+            continue
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # a command that exits directly
+            code = exc.code if isinstance(exc.code, int) else 1
+        worst = max(worst, code)
+    return worst
+
+
+def _click_tree(app: typer.Typer) -> Any:
+    from typer.main import get_command
+
+    return get_command(app)
+
+
+def _has_command(tree: Any, argv: Sequence[str]) -> bool:
+    try:
+        from typer._click import Context
+    except ImportError:  # pragma: no cover - older typer
+        from click import Context  # type: ignore[no-redef]
+
+    *names, option = argv
+    command = tree
+    for name in names:
+        get = getattr(command, "get_command", None)
+        command = get(Context(command), name) if get else None
+        if command is None:
+            return False
+    return any(option in param.opts for param in command.params)

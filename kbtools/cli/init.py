@@ -1,9 +1,61 @@
-"""`kb init`."""
+"""`kb init [DIR]`: scaffold a knowledge base."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    @app.command("init")
+    def init(
+        directory: Annotated[
+            Optional[Path], typer.Argument(help="Folder of the new KB (created if missing; default: the current folder).")
+        ] = None,
+        locale: Annotated[str, typer.Option("--locale", help="Canonical locale of the index and log.")] = "en",
+        local_hooks: Annotated[
+            bool,
+            typer.Option("--local-hooks", help="Write `repo: local` pre-commit hooks that run the installed `kb`."),
+        ] = False,
+        hooks_repo: Annotated[
+            Optional[str], typer.Option("--hooks-repo", help="URL of the kbtools hooks repository for pre-commit.")
+        ] = None,
+        hooks_rev: Annotated[
+            Optional[str], typer.Option("--hooks-rev", help="Tag or commit of that repository.")
+        ] = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Create only the missing pieces; existing files are kept.")
+        ] = False,
+    ) -> None:
+        """Scaffold a KB: layout, KB.md, empty raw manifest, index, log, .pre-commit-config.yaml, .gitignore."""
+        import datetime as dt
+
+        from kbtools.config import Config, load_config
+        from kbtools.errors import KbError
+        from kbtools.gitio import repo_root
+        from kbtools.kb import scaffold as sc
+
+        root = (directory or Path.cwd()).resolve()
+        if root.exists() and not root.is_dir():
+            raise KbError("not a folder", str(directory))
+        if local_hooks and (hooks_repo or hooks_rev):
+            raise KbError("--local-hooks takes no --hooks-repo/--hooks-rev", "kb init")
+        config = load_config(root) if root.is_dir() else Config(root=root)
+        result = sc.scaffold(
+            config, locale=locale, today=dt.datetime.now(dt.timezone.utc).date(), force=force,
+            local_hooks=local_hooks, hooks_repo=hooks_repo or sc.HOOKS_REPO_PLACEHOLDER,
+            hooks_rev=hooks_rev or sc.HOOKS_REV_PLACEHOLDER,
+        )
+        for rel in result.created:
+            print(f"created {rel}")
+        for rel in result.kept:
+            print(f"kept    {rel} (exists)")
+        if result.gitignore_updated:
+            print(f"updated {sc.GITIGNORE} (+{sc.GITIGNORE_ENTRY})")
+        print(f"knowledge base ready in {root}")
+        if not local_hooks and not hooks_repo and sc.PRECOMMIT_CONFIG in result.created:
+            print(f"next: set repo/rev in {sc.PRECOMMIT_CONFIG} (or rerun with --local-hooks), then `pre-commit install`")
+        if repo_root(root) is None:
+            print("next: git init && git add -A && git commit -m 'Create knowledge base'")
