@@ -73,6 +73,8 @@ class IngestConfig:
 class DerivedConfig:
     enabled: bool = True
     threshold: float = 0.8
+    # Emitted skills, besides the notes: globs relative to the KB root (`**` spans folders).
+    skills: tuple[str, ...] = ("skills/**/SKILL.md", ".claude/skills/**/SKILL.md", ".agents/skills/**/SKILL.md")
 
 
 @dataclass(frozen=True)

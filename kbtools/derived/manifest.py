@@ -1,0 +1,207 @@
+"""The artifact manifest: one JSON line per emitted artifact version.
+
+A row is ``{name, path, sha256, body_hash, words, shingles, shingle_params,
+emitted_at}``: ``sha256`` of the file bytes is the version's identity (a
+version already present is never appended twice); ``body_hash``, ``words`` and
+``shingles`` describe the normalised body (frontmatter excluded);
+``shingle_params`` says how they were computed, so rows written under other
+parameters are recognised instead of silently never matching. Old versions
+stay: a session that quoted last month's page is still caught.
+
+Which files are artifacts: every ``.md`` under the notes folder and the files
+matching ``derived.skills`` globs (default ``skills/**/SKILL.md``,
+``.claude/skills/**/SKILL.md``, ``.agents/skills/**/SKILL.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kbtools.derived.index import Artifact
+from kbtools.derived.normalise import strip_frontmatter, tokens
+from kbtools.derived.shingles import SHINGLE_PARAMS, body_hash, from_hex, shingle_hashes, to_hex
+from kbtools.errors import KbError
+from kbtools.fsio import atomic_write_bytes
+from kbtools.kb.layout import Layout
+
+MANIFEST_MODE = 0o644  # a committed file, not a private ledger
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_FIELDS = ("name", "path", "sha256", "body_hash", "words", "shingles", "shingle_params", "emitted_at")
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    name: str
+    path: str
+    sha256: str
+    body_hash: str
+    words: int
+    shingles: frozenset[int]
+    shingle_params: dict[str, Any]
+    emitted_at: str
+
+    @property
+    def current(self) -> bool:
+        """Shingled with this version's parameters (comparable with records)."""
+        return self.shingle_params == SHINGLE_PARAMS
+
+    def artifact(self) -> Artifact:
+        return Artifact(self.name, self.path, self.sha256, self.body_hash, self.shingles, self.words)
+
+    def to_json(self) -> str:
+        data = {
+            "name": self.name, "path": self.path, "sha256": self.sha256, "body_hash": self.body_hash,
+            "words": self.words, "shingles": sorted(to_hex(s) for s in self.shingles),
+            "shingle_params": self.shingle_params, "emitted_at": self.emitted_at,
+        }
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def artifact_name(rel_path: str) -> str:
+    """A skill is named by its folder (``skills/<name>/SKILL.md``), a page by its slug."""
+    path = PurePosixPath(rel_path)
+    if path.name == "SKILL.md" and path.parent.name:
+        return path.parent.name
+    return path.stem
+
+
+def row_for(rel_path: str, content: bytes, emitted_at: str | None = None) -> ManifestRow:
+    """Describe one artifact version from its file bytes."""
+    text = content.decode("utf-8", "replace")
+    words = tokens(strip_frontmatter(text))
+    return ManifestRow(
+        name=artifact_name(rel_path),
+        path=rel_path,
+        sha256=hashlib.sha256(content).hexdigest(),
+        body_hash=body_hash(words),
+        words=len(words),
+        shingles=frozenset(shingle_hashes(words)),
+        shingle_params=dict(SHINGLE_PARAMS),
+        emitted_at=emitted_at or now_utc(),
+    )
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_manifest(path: Path) -> list[ManifestRow]:
+    """Every row of the manifest; a missing file is an empty manifest.
+
+    A line that is not a valid row is an error naming the line: the manifest is
+    a committed file, and skipping a row would quietly reopen the cycle for
+    that artifact.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise KbError(f"cannot read artifact manifest: {exc.strerror}", str(path)) from None
+    rows = []
+    for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+        if line.strip():
+            rows.append(_parse_row(line, f"{path}:{number}"))
+    return rows
+
+
+def _parse_row(line: str, where: str) -> ManifestRow:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise KbError(f"invalid artifact manifest line: {exc.msg}", where) from None
+    if not isinstance(data, dict):
+        raise KbError("invalid artifact manifest line: not an object", where)
+    missing = [f for f in _FIELDS if f not in data]
+    if missing:
+        raise KbError(f"invalid artifact manifest line: missing {', '.join(missing)}", where)
+    ok = (
+        all(isinstance(data[f], str) for f in ("name", "path", "sha256", "body_hash", "emitted_at"))
+        and _HEX64.fullmatch(data["sha256"]) is not None
+        and isinstance(data["words"], int)
+        and isinstance(data["shingle_params"], dict)
+        and isinstance(data["shingles"], list)
+        and all(isinstance(s, str) for s in data["shingles"])
+    )
+    if not ok:
+        raise KbError("invalid artifact manifest line: a field has the wrong type", where)
+    try:
+        shingles = frozenset(map(from_hex, data["shingles"]))
+    except ValueError:
+        raise KbError("invalid artifact manifest line: a shingle is not 16 hex digits", where) from None
+    return ManifestRow(
+        name=data["name"], path=data["path"], sha256=data["sha256"], body_hash=data["body_hash"],
+        words=data["words"], shingles=shingles, shingle_params=data["shingle_params"],
+        emitted_at=data["emitted_at"],
+    )
+
+
+def append_rows(path: Path, rows: Iterable[ManifestRow]) -> None:
+    """Append rows; existing lines are kept byte for byte (atomic rewrite)."""
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        old = b""
+    if old and not old.endswith(b"\n"):
+        old += b"\n"
+    new = "".join(row.to_json() + "\n" for row in rows).encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, [old, new], mode=MANIFEST_MODE)
+
+
+# --- which files are artifacts -------------------------------------------------
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def is_artifact_path(layout: Layout, rel_path: str) -> bool:
+    """``rel_path`` (POSIX, relative to the KB root) is a note or a skill."""
+    notes = layout.rel(layout.note_root).rstrip("/") + "/"
+    path = PurePosixPath(rel_path)
+    if rel_path.startswith(notes) and path.suffix == ".md" and not any(
+        part.startswith(".") for part in PurePosixPath(rel_path[len(notes):]).parts
+    ):
+        return True
+    return any(_glob_regex(g).fullmatch(rel_path) for g in layout.config.derived.skills)
+
+
+def current_artifact_files(layout: Layout) -> Iterator[Path]:
+    """The notes and skills in the working tree, each once, in a stable order."""
+    found: set[Path] = set()
+    if layout.note_root.is_dir():
+        for path in layout.note_root.rglob("*.md"):
+            rel = path.relative_to(layout.note_root).parts
+            if not any(part.startswith(".") for part in rel) and path.is_file():
+                found.add(path)
+    for pattern in layout.config.derived.skills:
+        for path in layout.root.glob(pattern):
+            if path.is_file():
+                found.add(path)
+    yield from sorted(found)
