@@ -1,1 +1,171 @@
-"""One module per agent, each with ``discover`` and ``load`` (see ``kbtools.ingest.model``)."""
+"""One module per agent, each with ``discover`` and ``load`` (see ``kbtools.ingest.model``).
+
+What the pipeline calls:
+
+``SOURCES``
+    The registry, a tuple of :class:`Source` in loader order: ``omp``,
+    ``opencode`` (SQLite, then the legacy JSON tree for sessions the DB lacks),
+    ``codex`` (session files, then ``history.jsonl``), ``prompt_history``
+    (OpenCode), ``hindsight``, ``claude``. The reference's order, with Claude
+    Code added last.
+
+``discover_all(settings) -> Iterator[SourceRef]``
+    Every source's refs, in registry order.
+
+``load(ref, settings) -> SourceUnit``
+    Routes a ref to the module that discovered it and never raises on bad
+    input: an unexpected exception becomes an error unit
+    ``<tool>_<record_type>_unavailable: <exception type>`` (no message text,
+    which could quote the input).
+
+``resolve_settings(config, flags) -> SourceSettings``
+    Each location from flag > environment variable > ``.kb.yaml``
+    (``ingest.*``) > default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbtools.config import Config
+from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources import omp
+from kbtools.ingest.sources.common import error_unit
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    discover: Callable[[SourceSettings], Iterator[SourceRef]]
+    load: Callable[[SourceRef, SourceSettings], SourceUnit]
+    # Which refs this source loads: (tool, record_type) pairs; None = any record type.
+    handles: tuple[tuple[str, str | None], ...]
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("omp", omp.discover, omp.load, (("omp", None),)),
+)
+
+
+def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
+    for source in SOURCES:
+        yield from source.discover(settings)
+
+
+def source_for(ref: SourceRef) -> Source:
+    fallback = None
+    for source in SOURCES:
+        for tool, record_type in source.handles:
+            if tool != ref.tool:
+                continue
+            if record_type == ref.record_type:
+                return source
+            if record_type is None and fallback is None:
+                fallback = source
+    if fallback is None:
+        raise LookupError(f"no source loads tool '{ref.tool}'")
+    return fallback
+
+
+def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    try:
+        return source_for(ref).load(ref, settings)
+    except Exception as exc:  # a bug or an unforeseen input must not stop the run
+        return error_unit(ref, f"{ref.tool}_{ref.record_type}_unavailable: {type(exc).__name__}")
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def _xdg(var: str, default: str) -> Path:
+    # The XDG spec: unset, empty or relative values are ignored.
+    value = os.environ.get(var, "")
+    return Path(value) if value and os.path.isabs(value) else _home() / default
+
+
+def _env(var: str) -> str | None:
+    value = os.environ.get(var, "")
+    return value or None
+
+
+def _path(value: str | os.PathLike[str], base: Path) -> Path:
+    path = Path(os.path.expanduser(os.fspath(value)))
+    return path if path.is_absolute() else base / path
+
+
+def resolve_settings(config: Config, flags: Mapping[str, Any] | None = None) -> SourceSettings:
+    """Resolve every source location: flag > environment variable > ``.kb.yaml`` > default.
+
+    ``flags`` holds the CLI values by their ``SourceSettings``/``IngestConfig``
+    names (``omp_sessions``, ``codex_dir``, ``opencode_db``, ``prompt_history``,
+    ``claude_dir``, ``hindsight_url``, ``skip_hindsight``); None means "not
+    given". Relative flag paths are taken from the working directory,
+    relative ``.kb.yaml`` paths from the knowledge-base root.
+
+    The environment variables are the agents' own: ``PI_CODING_AGENT_DIR``
+    (OMP agent dir, sessions below it), ``CODEX_HOME``, ``OPENCODE_DB``,
+    ``CLAUDE_CONFIG_DIR``, ``HINDSIGHT_API_URL`` and ``HINDSIGHT_API_KEY``.
+    ``XDG_DATA_HOME``/``XDG_STATE_HOME`` only shape the defaults, so an
+    explicit ``.kb.yaml`` location is not overridden by a desktop session's
+    XDG variables.
+
+    The default OpenCode DB is the pattern ``<data>/opencode/opencode*.db``
+    (release channels write ``opencode-<channel>.db``); the legacy JSON tree
+    is ``storage/`` beside the DB.
+    """
+    flags = flags or {}
+    ingest = config.ingest
+    cwd = Path.cwd()
+    root = config.root
+
+    def choose(name: str, env_value: Path | None, default: Path) -> Path:
+        flag = flags.get(name)
+        if flag is not None and flag != "":
+            return _path(flag, cwd)
+        if env_value is not None:
+            return env_value
+        configured = getattr(ingest, name)
+        if configured:
+            return _path(configured, root)
+        return default
+
+    data = _xdg("XDG_DATA_HOME", ".local/share") / "opencode"
+    state = _xdg("XDG_STATE_HOME", ".local/state") / "opencode"
+
+    pi_dir = _env("PI_CODING_AGENT_DIR")
+    codex_home = _env("CODEX_HOME")
+    opencode_env = _env("OPENCODE_DB")
+    claude_env = _env("CLAUDE_CONFIG_DIR")
+
+    omp_sessions = choose(
+        "omp_sessions", _path(pi_dir, cwd) / "sessions" if pi_dir else None, _home() / ".omp/agent/sessions"
+    )
+    codex_dir = choose("codex_dir", _path(codex_home, cwd) if codex_home else None, _home() / ".codex")
+    opencode_env_path = None
+    if opencode_env and opencode_env != ":memory:":
+        opencode_env_path = _path(opencode_env, data)
+    opencode_db = choose("opencode_db", opencode_env_path, data / "opencode*.db")
+    claude_first = claude_env.split(",")[0].strip() if claude_env else ""
+    claude_dir = choose("claude_dir", _path(claude_first, cwd) if claude_first else None, _home() / ".claude")
+    prompt_history = choose("prompt_history", None, state / "prompt-history.jsonl")
+
+    hindsight_url: str | None = None
+    if not (flags.get("skip_hindsight") or ingest.skip_hindsight):
+        hindsight_url = flags.get("hindsight_url") or _env("HINDSIGHT_API_URL") or ingest.hindsight_url or None
+
+    return SourceSettings(
+        omp_sessions=omp_sessions,
+        codex_dir=codex_dir,
+        opencode_db=opencode_db,
+        opencode_storage=opencode_db.parent / "storage",
+        prompt_history=prompt_history,
+        claude_dir=claude_dir,
+        hindsight_url=hindsight_url,
+        hindsight_api_key=_env("HINDSIGHT_API_KEY"),
+        max_text=ingest.max_text,
+    )

@@ -1,0 +1,119 @@
+"""Keys, fingerprints and timestamps shared by the sources and the ledgers.
+
+The contract (seed 003, §3.1 of the reference) fixes these formulas so that a
+ledger written by one run can be matched by the next:
+
+- ``hash_identifier(v) = sha256(NFKC(v))`` — project and session identities
+  reach the ledgers only in this form;
+- ``source_key = sha256(tool \\0 hash_identifier(project) \\0
+  hash_identifier(session) \\0 content_hash)`` — the ledger row;
+- the identity key is the same without the content hash — "who", where the
+  content hash answers "changed or not";
+- ``normalize_text`` = NFKC, lower-case, whitespace collapsed, trimmed;
+  ``fingerprint = sha256(normalize_text(text))``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+_WHITESPACE = re.compile(r"\s+")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Numbers below this are epoch seconds, the rest epoch milliseconds (as the reference).
+_SECONDS_LIMIT = 1e10
+
+
+def sha256_hex(value: str | bytes) -> str:
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_identifier(value: str) -> str:
+    return sha256_hex(unicodedata.normalize("NFKC", value))
+
+
+def normalize_text(value: str) -> str:
+    folded = unicodedata.normalize("NFKC", value).lower()
+    return _WHITESPACE.sub(" ", folded).strip()
+
+
+def fingerprint(text: str) -> str:
+    return sha256_hex(normalize_text(text))
+
+
+def identity_key(tool: str, project_identity: str, session_identity: str) -> str:
+    """Which source this is, across runs (never persisted in clear)."""
+    return "\0".join((tool, hash_identifier(project_identity), hash_identifier(session_identity)))
+
+
+def source_key(tool: str, project_identity: str, session_identity: str, content_hash: str) -> str:
+    return sha256_hex(
+        "\0".join((tool, hash_identifier(project_identity), hash_identifier(session_identity), content_hash))
+    )
+
+
+def iso_time(value: Any) -> str:
+    """Normalise a timestamp to ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC), or "".
+
+    Numbers below 1e10 are epoch seconds, others epoch milliseconds; a string
+    of digits counts as a number. ISO-8601 strings without an offset are UTC —
+    never local time, so a ledger does not depend on the machine's time zone.
+    Anything unparseable or outside years 1–9999 gives "".
+    """
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return _from_number(float(value))
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if not text:
+        return ""
+    if text.isascii() and text.lstrip("-").replace(".", "", 1).isdigit():
+        try:
+            return _from_number(float(text))
+        except ValueError:
+            return ""
+    parsed = _parse_string(text)
+    if parsed is None:
+        return ""
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        return _format(parsed.astimezone(timezone.utc))
+    except (OverflowError, ValueError):
+        return ""
+
+
+def _parse_string(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    try:
+        return parsedate_to_datetime(text)  # RFC 2822, as HTTP servers write it
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _from_number(number: float) -> str:
+    if not math.isfinite(number):
+        return ""
+    millis = number * 1000 if abs(number) < _SECONDS_LIMIT else number
+    try:
+        return _format(_EPOCH + timedelta(milliseconds=millis))
+    except (OverflowError, ValueError):
+        return ""
+
+
+def _format(moment: datetime) -> str:
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
+    )

@@ -1,0 +1,260 @@
+"""What every source module shares: file refs, unavailable stores, the
+streaming JSONL scan, the prose budget and safe error strings.
+
+Errors built here name counts, line numbers and reasons only — never a byte
+of the input — because an error string reaches the ledgers and a session line
+may hold identifiers or secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbtools.ingest.hashing import iso_time, sha256_hex
+from kbtools.ingest.model import Record, SourceRef, SourceUnit
+
+# A JSONL line longer than this is discarded as malformed without being held
+# in memory (a 100 MB single line must not cost 100 MB). Real session lines
+# this long are tool output, which is never kept anyway.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+# What is kept of an over-long line: enough to classify it by its head.
+LINE_HEAD_BYTES = 4096
+# Prose retained per source, as a multiple of settings.max_text: more than the
+# pipeline can use after filtering, so the cap only bounds memory.
+PROSE_CAP_FACTOR = 4
+
+CHANGED_DURING_READ = "source_changed_during_read"
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    """(size, mtime_ns, inode): equal keys mean an unchanged file, as in git's index."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def file_ref(tool: str, record_type: str, path: Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
+    try:
+        key: tuple[Any, ...] | None = stat_key(path.stat())
+    except OSError:
+        key = None
+    return SourceRef(tool=tool, record_type=record_type, format=fmt, locator=str(path), stat_key=key, payload=payload)
+
+
+def unavailable_ref(tool: str, store: Path | str) -> SourceRef:
+    """One row for a store that does not exist, instead of a crash."""
+    return SourceRef(
+        tool=tool,
+        record_type="session-store",
+        format="unavailable",
+        locator=str(store),
+        payload=f"{tool}_session_store_unavailable",
+    )
+
+
+def error_unit(ref: SourceRef, error: str, *, session_identity: str | None = None) -> SourceUnit:
+    """A unit that stands for a source that could not be read at all."""
+    locator = ref.locator
+    return SourceUnit(
+        tool=ref.tool,
+        record_type=ref.record_type,
+        format=ref.format,
+        source_identity=locator,
+        session_identity=locator if session_identity is None else session_identity,
+        project_identity=str(Path(locator).parent) if locator else "",
+        created_at="",
+        updated_at="",
+        content_hash=sha256_hex(error),
+        error=error,
+        stat_key=ref.stat_key,
+    )
+
+
+def unavailable_unit(ref: SourceRef) -> SourceUnit:
+    return error_unit(ref, str(ref.payload or f"{ref.tool}_session_store_unavailable"))
+
+
+def os_error_reason(exc: OSError) -> str:
+    """The reason of an OSError without the file name it carries."""
+    return exc.strerror or type(exc).__name__
+
+
+def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset()) -> list[Path]:
+    """Files under ``root`` ending in ``suffix``, sorted; directory symlinks are not followed."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d not in skip_dirs]
+        found.extend(Path(dirpath, name) for name in filenames if name.endswith(suffix))
+    found.sort(key=lambda p: str(p))
+    return found
+
+
+def mtime_iso(st: os.stat_result) -> str:
+    return iso_time(st.st_mtime_ns / 1_000_000)
+
+
+@dataclass
+class LineIssues:
+    """Counts of unreadable lines, with the first line number of each kind."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first_line: dict[str, int] = field(default_factory=dict)
+
+    def note(self, kind: str, line_no: int) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.first_line.setdefault(kind, line_no)
+
+    def summary(self) -> str:
+        parts = []
+        for kind, count in self.counts.items():
+            noun = "line" if count == 1 else "lines"
+            parts.append(f"{kind}: {count} {noun} (first at line {self.first_line[kind]})")
+        return "; ".join(parts)
+
+
+class JsonlScan:
+    """One streaming pass over a JSONL file: lines out, content hash and
+    "changed during read" check in the same pass (the reference read every
+    file twice, once to hash and once to parse).
+
+    ``lines()`` yields ``(line_no, line, whole)``: ``whole`` is False for an
+    over-long line, of which only the head is yielded (already counted as
+    ``overlong``) so a caller may read ids from it but must not parse it.
+    """
+
+    def __init__(self, path: Path, *, max_line: int = MAX_LINE_BYTES) -> None:
+        self.path = path
+        self.max_line = max_line
+        self.issues = LineIssues()
+        self.hasher = hashlib.sha256()
+        self.stat_before: os.stat_result | None = None
+        self.stat_after: os.stat_result | None = None
+        self.bytes_read = 0
+        self.last_line_unterminated = False
+        self.last_line_no = 0
+
+    @property
+    def content_hash(self) -> str:
+        return self.hasher.hexdigest()
+
+    @property
+    def changed(self) -> bool:
+        before, after = self.stat_before, self.stat_after
+        if before is None or after is None:
+            return False
+        return (
+            self.bytes_read != before.st_size
+            or after.st_size != before.st_size
+            or after.st_mtime_ns != before.st_mtime_ns
+            or after.st_ino != before.st_ino
+        )
+
+    def lines(self) -> Iterator[tuple[int, bytes, bool]]:
+        update = self.hasher.update
+        limit = self.max_line + 1
+        line_no = 0
+        with open(self.path, "rb") as fh:
+            self.stat_before = os.fstat(fh.fileno())
+            readline = fh.readline
+            while True:
+                line = readline(limit)
+                if not line:
+                    break
+                update(line)
+                self.bytes_read += len(line)
+                line_no += 1
+                if not line.endswith(b"\n") and len(line) == limit:
+                    head = line[:LINE_HEAD_BYTES]
+                    # Drain the rest of the line without holding it.
+                    while True:
+                        more = readline(limit)
+                        if not more:
+                            break
+                        update(more)
+                        self.bytes_read += len(more)
+                        if more.endswith(b"\n"):
+                            break
+                    self.issues.note("overlong", line_no)
+                    self.last_line_unterminated = False
+                    yield line_no, head, False
+                    continue
+                self.last_line_unterminated = not line.endswith(b"\n")
+                line = line.strip()
+                if line:
+                    self.last_line_no = line_no
+                    yield line_no, line, True
+        try:
+            self.stat_after = os.stat(self.path)
+        except OSError:
+            self.stat_after = None
+            self.bytes_read = -1  # gone: count as changed
+
+    def parse(self, line_no: int, line: bytes) -> Any:
+        """Decode one line as UTF-8 JSON; note why not and return None on failure.
+
+        A failure on the last, unterminated line is a live writer's half-written
+        line (``truncated_last_line``), not a malformed file.
+        """
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            self.issues.note("binary_content" if b"\x00" in line else "invalid_utf8", line_no)
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            self.issues.note("binary_content" if "\x00" in text else "malformed_json", line_no)
+            return None
+
+    def error(self) -> str:
+        """The unit's error: changed during read wins over line problems."""
+        if self.changed:
+            return CHANGED_DURING_READ
+        counts = self.issues.counts
+        if (
+            self.last_line_unterminated
+            and counts.get("malformed_json") == 1
+            and self.issues.first_line["malformed_json"] == self.last_line_no
+        ):
+            del counts["malformed_json"]
+            self.issues.note("truncated_last_line", self.last_line_no)
+        return self.issues.summary()
+
+
+@dataclass
+class ProseBudget:
+    """Caps the prose a unit retains (first fit, like the pipeline's budget)."""
+
+    cap: int
+    used: int = 0
+    truncated: bool = False
+
+    @classmethod
+    def for_max_text(cls, max_text: int) -> ProseBudget:
+        return cls(cap=max(1, max_text) * PROSE_CAP_FACTOR)
+
+    def admit(self, text: str) -> bool:
+        if self.used + len(text) > self.cap:
+            self.truncated = True
+            return False
+        self.used += len(text)
+        return True
+
+
+def make_record(role: str, text: str, created: Any, index: int) -> Record:
+    return Record(role=role, text=text, created_at=iso_time(created), index=index)
+
+
+def text_of(value: Any) -> str:
+    """A string, or the ``text`` of an object, else ""."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        inner = value.get("text")
+        if isinstance(inner, str):
+            return inner
+    return ""

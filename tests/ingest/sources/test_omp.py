@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kbtools.ingest.hashing import sha256_hex
+from kbtools.ingest.model import SourceSettings
+from kbtools.ingest.sources import omp
+from tests.testing.sessions import OmpSession, assistant, user, write_omp_advisor, write_omp_session
+
+
+def settings(root: Path, **kw: object) -> SourceSettings:
+    return SourceSettings(omp_sessions=root, **kw)  # type: ignore[arg-type]
+
+
+def load_all(root: Path, **kw: object) -> list:
+    cfg = settings(root, **kw)
+    return [omp.load(ref, cfg) for ref in omp.discover(cfg)]
+
+
+def test_user_and_assistant_text_kept_exactly_tool_and_thinking_dropped(tmp_path: Path) -> None:
+    path = write_omp_session(
+        tmp_path,
+        [
+            user("How do I pin astro@latest in CI?"),
+            assistant("Pin it in package.json.", thinking="_thinking_ internal", tool=("cat package.json", "OUTPUT")),
+            user("Thanks, that worked."),
+        ],
+        session_id="sess-1",
+        cwd="/home/alice/proj",
+    )
+    (unit,) = load_all(tmp_path)
+    assert [(r.role, r.text) for r in unit.records] == [
+        ("user", "How do I pin astro@latest in CI?"),
+        ("assistant", "Pin it in package.json."),
+        ("user", "Thanks, that worked."),
+    ]
+    assert unit.session_identity == "sess-1"
+    assert unit.project_identity == "/home/alice/proj"
+    assert unit.created_at == "2026-03-01T09:00:00.000Z"
+    assert unit.content_hash == sha256_hex(path.read_bytes())
+    assert unit.error == ""
+    st = path.stat()
+    assert unit.stat_key == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def test_string_content_message_is_kept(tmp_path: Path) -> None:
+    session = OmpSession(session_id="s")
+    session.user("plain string prompt", as_string=True)
+    session.assistant("reply")
+    session.write(tmp_path)
+    (unit,) = load_all(tmp_path)
+    assert [r.text for r in unit.records] == ["plain string prompt", "reply"]
+
+
+def test_only_the_active_branch_is_kept(tmp_path: Path) -> None:
+    session = OmpSession(session_id="s")
+    first = session.user("root question")
+    session.assistant("abandoned answer")
+    session.user("abandoned follow-up")
+    session.user("edited follow-up", parent=first)
+    session.assistant("active answer", tool=("ls", "files"))
+    session.write(tmp_path)
+    (unit,) = load_all(tmp_path)
+    assert [r.text for r in unit.records] == ["root question", "edited follow-up", "active answer"]
+
+
+def test_v1_linear_session_is_read_whole(tmp_path: Path) -> None:
+    OmpSession(session_id="old", version=1).add([user("one"), assistant("two")]).write(tmp_path)
+    (unit,) = load_all(tmp_path)
+    assert [r.text for r in unit.records] == ["one", "two"]
+    assert unit.session_identity == "old"
+
+
+def test_advisor_file_is_a_skipped_unit_without_records(tmp_path: Path) -> None:
+    session_file = write_omp_session(tmp_path, [user("hi"), assistant("hello")], session_id="s")
+    advisor = write_omp_advisor(session_file, [user("# Session update ..."), assistant("No action needed")])
+    named = write_omp_advisor(session_file, [user("x")], name="__advisor.security.jsonl")
+    units = load_all(tmp_path)
+    by_path = {u.source_identity: u for u in units}
+    for path in (advisor, named):
+        unit = by_path[str(path)]
+        assert unit.record_type == "advisor"
+        assert unit.skip_reason == "internal_control_plane"
+        assert unit.records == []
+        assert unit.content_hash == sha256_hex(path.read_bytes())
+        assert unit.stat_key is not None
+    assert by_path[str(session_file)].record_type == "session"
+
+
+def test_missing_store_gives_one_unavailable_unit(tmp_path: Path) -> None:
+    (unit,) = load_all(tmp_path / "nope")
+    assert unit.format == "unavailable"
+    assert unit.record_type == "session-store"
+    assert unit.error == "omp_session_store_unavailable"
+
+
+def test_discovery_is_sorted_and_skips_directory_symlinks(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    b = write_omp_session(root, [user("b")], session_id="b", dir_name="b")
+    a = write_omp_session(root, [user("a")], session_id="a", dir_name="a")
+    outside = write_omp_session(tmp_path / "outside", [user("x")], session_id="x", dir_name="x")
+    os.symlink(outside.parent, root / "linked", target_is_directory=True)
+    refs = list(omp.discover(settings(root)))
+    assert [r.locator for r in refs] == [str(a), str(b)]
+
+
+def test_session_without_header_id_keeps_identity_when_it_grows(tmp_path: Path) -> None:
+    path = tmp_path / "d" / "2026_sess.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"type":"message","message":{"role":"user","content":"first"}}\n')
+    (before,) = load_all(tmp_path)
+    with path.open("a") as fh:
+        fh.write('{"type":"message","message":{"role":"assistant","content":"second"}}\n')
+    (after,) = load_all(tmp_path)
+    assert before.session_identity == after.session_identity == "2026_sess"
+    assert before.content_hash != after.content_hash

@@ -1,0 +1,228 @@
+"""Builders that write realistic agent session stores for tests and benchmarks.
+
+Each builder writes the agent's real on-disk format (see
+``reference/session-formats.md``): compact JSON lines as the agents write
+them, tool calls and tool output interleaved with the prose, so a parser is
+tested against what it will meet. A conversation is a list of :class:`Msg`;
+the per-agent builders also take raw entries for the odd cases (branches,
+injected blocks, malformed lines).
+
+Layouts (``home`` is the hermetic ``$HOME`` of a test):
+
+- OMP: ``<root>/<dir-name>/<ts>_<session-id>.jsonl``, advisor transcripts in
+  ``<root>/<dir-name>/<ts>_<session-id>/__advisor.jsonl``;
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+START = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+DEFAULT_CWD = "/home/alice/work/project"
+
+
+@dataclass(frozen=True)
+class Msg:
+    """One turn of a conversation.
+
+    ``thinking`` is reasoning written with an assistant turn; ``tool`` is a
+    tool call ``(command, output)`` the assistant makes after its text, whose
+    output the harness records as a tool result.
+    """
+
+    role: str  # "user" | "assistant"
+    text: str
+    thinking: str = ""
+    tool: tuple[str, str] | None = None
+
+
+def user(text: str) -> Msg:
+    return Msg("user", text)
+
+
+def assistant(text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> Msg:
+    return Msg("assistant", text, thinking=thinking, tool=tool)
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, as the agents (JavaScript and Rust) write it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_lines(path: Path, lines: Iterable[str], *, final_newline: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines)
+    if final_newline and text:
+        text += "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+class _Clock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def tick(self) -> datetime:
+        self.now += timedelta(seconds=7)
+        return self.now
+
+
+# --------------------------------------------------------------------- OMP
+
+_LAST = object()
+
+
+class OmpSession:
+    """An oh-my-pi session: title slot, header, then a tree of entries.
+
+    Every ``user``/``assistant``/``tool_result``/``entry`` call appends one
+    entry whose parent is the previous entry (``parent=...`` to branch) and
+    returns its id. ``version=1`` writes the linear v1 format (no ids).
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        cwd: str = DEFAULT_CWD,
+        started: datetime = START,
+        version: int = 3,
+        seed: int = 0,
+        title: str | None = "Fix the build",
+    ) -> None:
+        self._rng = random.Random(seed)
+        self.session_id = session_id or self._uuid()
+        self.cwd = cwd
+        self.started = started
+        self.version = version
+        self.title = title
+        self._clock = _Clock(started)
+        self._entries: list[dict[str, Any]] = []
+        self._last: str | None = None
+
+    def _uuid(self) -> str:
+        return "019f" + "".join(self._rng.choice("0123456789abcdef") for _ in range(28))
+
+    def _id(self) -> str:
+        return "".join(self._rng.choice("0123456789abcdef") for _ in range(8))
+
+    def entry(self, body: dict[str, Any], *, parent: Any = _LAST) -> str:
+        moment = self._clock.tick()
+        entry: dict[str, Any] = {"type": body.pop("type", "message")}
+        entry_id = self._id()
+        if self.version >= 2:
+            entry["id"] = entry_id
+            entry["parentId"] = self._last if parent is _LAST else parent
+        entry["timestamp"] = iso(moment)
+        entry.update(body)
+        self._entries.append(entry)
+        self._last = entry_id
+        return entry_id
+
+    def _message(self, message: dict[str, Any], parent: Any) -> str:
+        message.setdefault("timestamp", millis(self._clock.now + timedelta(seconds=7)))
+        return self.entry({"type": "message", "message": message}, parent=parent)
+
+    def user(self, text: str, *, as_string: bool = False, parent: Any = _LAST, **extra: Any) -> str:
+        content: Any = text if as_string else [{"type": "text", "text": text}]
+        return self._message({"role": "user", "content": content, **extra}, parent)
+
+    def assistant(
+        self,
+        text: str,
+        *,
+        thinking: str = "",
+        tool: tuple[str, str] | None = None,
+        parent: Any = _LAST,
+    ) -> str:
+        content: list[dict[str, Any]] = []
+        if thinking:
+            content.append({"type": "thinking", "thinking": thinking, "thinkingSignature": "sig"})
+        if text:
+            content.append({"type": "text", "text": text})
+        call_id = f"toolu_{self._id()}"
+        if tool:
+            content.append({"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": tool[0]}})
+        entry_id = self._message(
+            {
+                "role": "assistant",
+                "content": content,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input": 1200, "output": 300, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1500},
+                "stopReason": "toolUse" if tool else "stop",
+            },
+            parent,
+        )
+        if tool:
+            entry_id = self.tool_result(tool[1], call_id=call_id)
+        return entry_id
+
+    def tool_result(self, output: str, *, call_id: str = "toolu_0", parent: Any = _LAST) -> str:
+        return self._message(
+            {
+                "role": "toolResult",
+                "toolCallId": call_id,
+                "toolName": "bash",
+                "content": [{"type": "text", "text": output}],
+                "isError": False,
+            },
+            parent,
+        )
+
+    def add(self, messages: Iterable[Msg]) -> OmpSession:
+        for msg in messages:
+            if msg.role == "user":
+                self.user(msg.text)
+            else:
+                self.assistant(msg.text, thinking=msg.thinking, tool=msg.tool)
+        return self
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        if self.title is not None and self.version >= 3:
+            slot = dumps(
+                {"type": "title", "v": 1, "title": self.title, "source": "auto", "updatedAt": iso(self.started),
+                 "pad": ""}
+            )
+            out.append(slot[:-2] + " " * max(0, 255 - len(slot.encode())) + '"}')
+        header: dict[str, Any] = {"type": "session"}
+        if self.version >= 2:
+            header["version"] = self.version
+        header.update({"id": self.session_id, "timestamp": iso(self.started), "cwd": self.cwd})
+        out.append(dumps(header))
+        out.extend(dumps(e) for e in self._entries)
+        return out
+
+    def file_name(self) -> str:
+        return iso(self.started).replace(":", "-").replace(".", "-") + f"_{self.session_id}.jsonl"
+
+    def write(self, root: Path, *, dir_name: str = "-work-project", name: str | None = None) -> Path:
+        return write_lines(root / dir_name / (name or self.file_name()), self.lines())
+
+
+def write_omp_session(root: Path, messages: Iterable[Msg], **kwargs: Any) -> Path:
+    """One linear OMP session under the sessions root ``root``."""
+    dir_name = kwargs.pop("dir_name", "-work-project")
+    return OmpSession(**kwargs).add(messages).write(root, dir_name=dir_name)
+
+
+def write_omp_advisor(session_file: Path, messages: Iterable[Msg], *, name: str = "__advisor.jsonl") -> Path:
+    """The watchdog's transcript in the session's artifacts dir."""
+    session = OmpSession(title="Advisor", seed=99).add(messages)
+    return write_lines(session_file.with_suffix("") / name, session.lines())
