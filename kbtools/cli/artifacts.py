@@ -1,9 +1,58 @@
-"""`kb artifacts`."""
+"""`kb artifacts record PATH…` · `kb artifacts record --staged` (the kb-record-artifacts hook)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+
+from kbtools.cli.common import RootOption, open_kb
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    artifacts = typer.Typer(
+        name="artifacts", help="The emitted-artifact manifest the derived filter reads.", no_args_is_help=True,
+    )
+    app.add_typer(artifacts)
+
+    @artifacts.command("record")
+    def record(
+        paths: Annotated[
+            Optional[list[Path]],
+            typer.Argument(help="Artifact files (or folders of .md files) inside the KB.", show_default=False),
+        ] = None,
+        staged: Annotated[
+            bool,
+            typer.Option("--staged", help="Record the staged notes and skills (the pre-commit hook)."),
+        ] = False,
+        root: RootOption = None,
+    ) -> int:
+        """Append each artifact version not yet in the manifest; versions already present are skipped.
+
+        With --staged (the kb-record-artifacts hook) the staged content is recorded. If that
+        adds a row, the manifest changed after staging: the command says so and exits 1, the
+        pre-commit convention for a hook that modifies a file; stage the manifest and commit
+        again (the second run finds every version present and passes).
+        """
+        from kbtools.derived import manifest as am
+        from kbtools.errors import KbError
+
+        if staged and paths:
+            raise KbError("give PATH… or --staged, not both", "kb artifacts record")
+        if not staged and not paths:
+            raise KbError("nothing to record: give PATH… or --staged", "kb artifacts record")
+        _, layout = open_kb(root)
+        files = am.staged_files(layout) if staged else am.files_at(layout, paths or [])
+        result = am.record_artifacts(layout, files)
+        manifest = layout.rel(layout.artifact_manifest)
+        for row in result.recorded:
+            print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
+        if not staged:
+            for rel in result.already:
+                print(f"already recorded {rel}")
+        if staged and result.recorded:
+            print(f"{manifest} changed: stage it (git add {manifest}) and commit again", file=sys.stderr)
+            return 1
+        return 0

@@ -205,3 +205,77 @@ def current_artifact_files(layout: Layout) -> Iterator[Path]:
             if path.is_file():
                 found.add(path)
     yield from sorted(found)
+
+
+# --- recording -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    recorded: tuple[ManifestRow, ...]  # appended now
+    already: tuple[str, ...]  # paths whose content was already in the manifest
+
+
+def record_artifacts(
+    layout: Layout, files: Iterable[tuple[str, bytes]], manifest_path: Path | None = None
+) -> RecordResult:
+    """Append a row for each file version not yet in the manifest (idempotent by sha256)."""
+    manifest = manifest_path or layout.artifact_manifest
+    known = {row.sha256 for row in read_manifest(manifest)}
+    emitted_at = now_utc()
+    recorded: list[ManifestRow] = []
+    already: list[str] = []
+    for rel_path, content in files:
+        row = row_for(rel_path, content, emitted_at)
+        if row.sha256 in known:
+            already.append(rel_path)
+            continue
+        known.add(row.sha256)
+        recorded.append(row)
+    if recorded:
+        append_rows(manifest, recorded)
+    return RecordResult(tuple(recorded), tuple(already))
+
+
+def files_at(layout: Layout, paths: Iterable[Path]) -> list[tuple[str, bytes]]:
+    """Working-tree files to record: each path a file, or a folder of ``.md`` files, inside the KB."""
+    out: list[tuple[str, bytes]] = []
+    for given in paths:
+        path = given.resolve()
+        try:
+            path.relative_to(layout.root)
+        except ValueError:
+            raise KbError("not inside the knowledge base", str(given)) from None
+        if path.is_dir():
+            members = sorted(
+                p for p in path.rglob("*.md")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+        elif path.is_file():
+            members = [path]
+        else:
+            raise KbError("no such file", str(given))
+        for member in members:
+            try:
+                out.append((layout.rel(member), member.read_bytes()))
+            except OSError as exc:
+                raise KbError(f"cannot read artifact: {exc.strerror}", str(member)) from None
+    return out
+
+
+def staged_files(layout: Layout) -> list[tuple[str, bytes]]:
+    """Staged notes and skills (added, copied, modified or renamed), with their staged content."""
+    from kbtools.gitio import GitFailed, git, git_bytes
+
+    try:
+        listing = git(["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--relative"], layout.root)
+    except GitFailed as exc:
+        raise KbError(f"cannot list staged files: {exc.stderr.strip() or 'not a git repository'}", str(layout.root)) from None
+    out: list[tuple[str, bytes]] = []
+    for rel_path in sorted(p for p in listing.split("\0") if p):
+        if is_artifact_path(layout, rel_path):
+            try:
+                out.append((rel_path, git_bytes(["show", f":./{rel_path}"], layout.root)))
+            except GitFailed as exc:
+                raise KbError(f"cannot read staged file: {exc.stderr.strip()}", rel_path) from None
+    return out
