@@ -25,3 +25,13 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     ):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One PRE_COMMIT_HOME for the whole run: a hook environment (built from PyPI) is installed once.
+
+    Pass it to `pre-commit` subprocesses as ``PRE_COMMIT_HOME``; run `try-repo` with an explicit
+    ``--ref`` so every test reuses the same environment instead of a fresh shadow commit each.
+    """
+    return tmp_path_factory.mktemp("pre-commit-home")
