@@ -226,3 +226,140 @@ def write_omp_advisor(session_file: Path, messages: Iterable[Msg], *, name: str 
     """The watchdog's transcript in the session's artifacts dir."""
     session = OmpSession(title="Advisor", seed=99).add(messages)
     return write_lines(session_file.with_suffix("") / name, session.lines())
+
+
+# ------------------------------------------------------------------- Codex
+
+ENVIRONMENT_CONTEXT = (
+    "<environment_context>\n  <cwd>{cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
+    "  <sandbox_mode>workspace-write</sandbox_mode>\n  <shell>bash</shell>\n</environment_context>"
+)
+AGENTS_MD = "# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nAlways run the tests before committing.\n</INSTRUCTIONS>"
+USER_INSTRUCTIONS = "<user_instructions>\nPrefer small commits.\n</user_instructions>"
+PERMISSIONS = "<permissions instructions>\nFilesystem sandboxing: workspace-write.\n</permissions instructions>"
+
+
+class CodexSession:
+    """A Codex CLI rollout (`{timestamp,type,payload}` envelope, 2025–2026 builds).
+
+    The first user turn is preceded by what the harness injects: a developer
+    message with permissions, a user message with AGENTS.md instructions and
+    one with the environment context. Each user prompt is also written as an
+    ``event_msg``/``user_message`` (a UI copy), each reply is preceded by a
+    reasoning item, and tool calls come as function_call/function_call_output.
+    ``id_field`` is where the session id goes in ``session_meta``.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        cwd: str = DEFAULT_CWD,
+        started: datetime = START,
+        id_field: str = "id",
+        seed: int = 0,
+        inject: bool = True,
+    ) -> None:
+        rng = random.Random(seed)
+        self.session_id = session_id or "0199" + "".join(rng.choice("0123456789abcdef") for _ in range(28))
+        self.cwd = cwd
+        self.started = started
+        self._clock = _Clock(started)
+        self._lines: list[str] = []
+        self._calls = 0
+        meta: dict[str, Any] = {
+            id_field: self.session_id,
+            "timestamp": iso(started),
+            "cwd": cwd,
+            "originator": "codex_cli_rs",
+            "cli_version": "0.48.0",
+            "source": "cli",
+            "model_provider": "openai",
+            "base_instructions": {"text": "You are Codex, a coding agent. " * 40},
+            "git": {"commit_hash": "3f2c1a9b7d", "branch": "main", "repository_url": "git@example.com:team/app.git"},
+        }
+        self._emit("session_meta", meta)
+        if inject:
+            self.message("developer", PERMISSIONS)
+            self.message("user", AGENTS_MD.format(cwd=cwd))
+            self.message("user", ENVIRONMENT_CONTEXT.format(cwd=cwd))
+
+    def _emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self._lines.append(dumps({"timestamp": iso(self._clock.tick()), "type": kind, "payload": payload}))
+
+    def message(self, role: str, *texts: str) -> None:
+        kind = "output_text" if role == "assistant" else "input_text"
+        content = [{"type": kind, "text": t} for t in texts]
+        self._emit("response_item", {"type": "message", "role": role, "content": content})
+
+    def raw(self, line: str) -> None:
+        self._lines.append(line)
+
+    def user(self, text: str) -> None:
+        self._emit(
+            "turn_context",
+            {"cwd": self.cwd, "approval_policy": "on-request", "model": "gpt-5-codex", "summary": "auto"},
+        )
+        self.message("user", text)
+        self._emit("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def assistant(self, text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> None:
+        self._emit(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": thinking}] if thinking else [],
+                "content": None,
+                "encrypted_content": "gAAAAB" + "x" * 64,
+            },
+        )
+        if tool:
+            self._calls += 1
+            call_id = f"call_{self._calls:04d}"
+            self._emit(
+                "response_item",
+                {"type": "function_call", "name": "shell", "arguments": dumps({"command": ["bash", "-lc", tool[0]]}),
+                 "call_id": call_id},
+            )
+            self._emit(
+                "response_item",
+                {"type": "function_call_output", "call_id": call_id,
+                 "output": dumps({"output": tool[1], "metadata": {"exit_code": 0, "duration_seconds": 0.2}})},
+            )
+        if text:
+            self.message("assistant", text)
+            self._emit("event_msg", {"type": "agent_message", "message": text})
+        self._emit("event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 900}}})
+
+    def add(self, messages: Iterable[Msg]) -> CodexSession:
+        for msg in messages:
+            if msg.role == "user":
+                self.user(msg.text)
+            else:
+                self.assistant(msg.text, thinking=msg.thinking, tool=msg.tool)
+        return self
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+    def write(self, codex_home: Path, *, archived: bool = False) -> Path:
+        stamp = iso(self.started)[:19].replace(":", "-")
+        name = f"rollout-{stamp}-{self.session_id}.jsonl"
+        if archived:
+            path = codex_home / "archived_sessions" / name
+        else:
+            path = codex_home / "sessions" / stamp[:4] / stamp[5:7] / stamp[8:10] / name
+        return write_lines(path, self._lines)
+
+
+def write_codex_session(codex_home: Path, messages: Iterable[Msg], *, archived: bool = False, **kwargs: Any) -> Path:
+    return CodexSession(**kwargs).add(messages).write(codex_home, archived=archived)
+
+
+def write_codex_history(codex_home: Path, prompts: Iterable[str], *, session_id: str = "0199-hist") -> Path:
+    """``$CODEX_HOME/history.jsonl``: one line per submitted prompt (epoch seconds)."""
+    start = int(START.timestamp())
+    return write_lines(
+        codex_home / "history.jsonl",
+        [dumps({"session_id": session_id, "ts": start + i, "text": p}) for i, p in enumerate(prompts)],
+    )

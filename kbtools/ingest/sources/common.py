@@ -93,6 +93,45 @@ def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset
     return found
 
 
+def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
+    """(sha256 of the bytes, stat at open, error) in one streamed pass, for
+    files that are recorded but never mined."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            size = 0
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+                size += len(chunk)
+        after = os.stat(path)
+    except OSError as exc:
+        return sha256_hex(os_error_reason(exc)), None, f"read_error: {os_error_reason(exc)}"
+    changed = size != st.st_size or after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
+    return digest.hexdigest(), st, CHANGED_DURING_READ if changed else ""
+
+
+def unmined_unit(
+    ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str
+) -> SourceUnit:
+    """A file recorded in the ledgers (hash, stat) but deliberately not parsed."""
+    content_hash, st, error = hash_file(Path(ref.locator))
+    return SourceUnit(
+        tool=ref.tool,
+        record_type=ref.record_type,
+        format=ref.format,
+        source_identity=ref.locator,
+        session_identity=session_identity,
+        project_identity=project_identity,
+        created_at="",
+        updated_at=mtime_iso(st) if st is not None else "",
+        content_hash=content_hash,
+        skip_reason=skip_reason,
+        error=error,
+        stat_key=ref.stat_key,
+    )
+
+
 def mtime_iso(st: os.stat_result) -> str:
     return iso_time(st.st_mtime_ns / 1_000_000)
 

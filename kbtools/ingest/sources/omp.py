@@ -39,6 +39,7 @@ from kbtools.ingest.sources.common import (
     os_error_reason,
     unavailable_ref,
     unavailable_unit,
+    unmined_unit,
     walk_files,
 )
 
@@ -222,39 +223,16 @@ def _unit(
 def _load_advisor(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     """Hash the file in one streamed pass; never parse it."""
     path = Path(ref.locator)
-    digest = hashlib.sha256()
-    error = ""
-    st: os.stat_result | None = None
-    try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            size = 0
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-                size += len(chunk)
-        after = os.stat(path)
-        if size != st.st_size or after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns:
-            error = CHANGED_DURING_READ
-    except OSError as exc:
-        error = f"read_error: {os_error_reason(exc)}"
     root = settings.omp_sessions
     try:
-        relative = str(path.relative_to(root)) if root is not None else path.name
+        relative = path.relative_to(root) if root is not None else Path(path.name)
     except ValueError:
-        relative = str(path)
-    return SourceUnit(
-        tool=TOOL,
-        record_type="advisor",
-        format="jsonl",
-        source_identity=str(path),
-        # The advisor's place in the store (session dir / stem / advisor name)
-        # identifies it without reading its header.
-        session_identity=relative,
-        project_identity=Path(relative).parts[0] if Path(relative).parts else "",
-        created_at="",
-        updated_at=mtime_iso(st) if st is not None else "",
-        content_hash=digest.hexdigest(),
+        relative = path
+    # The advisor's place in the store (session dir / stem / advisor name)
+    # identifies it without reading its header.
+    return unmined_unit(
+        ref,
+        session_identity=str(relative),
+        project_identity=relative.parts[0] if relative.parts else "",
         skip_reason="internal_control_plane",
-        error=error,
-        stat_key=ref.stat_key,
     )
