@@ -81,12 +81,30 @@ class _Clock:
         return self.now
 
 
+class _Conversation:
+    """Writes a list of :class:`Msg` through the builder's ``user``/``assistant``."""
+
+    def user(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def assistant(self, text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> Any:
+        raise NotImplementedError
+
+    def add(self, messages: Iterable[Msg]) -> Any:
+        for msg in messages:
+            if msg.role == "user":
+                self.user(msg.text)
+            else:
+                self.assistant(msg.text, thinking=msg.thinking, tool=msg.tool)
+        return self
+
+
 # --------------------------------------------------------------------- OMP
 
 _LAST = object()
 
 
-class OmpSession:
+class OmpSession(_Conversation):
     """An oh-my-pi session: title slot, header, then a tree of entries.
 
     Every ``user``/``assistant``/``tool_result``/``entry`` call appends one
@@ -185,14 +203,6 @@ class OmpSession:
             parent,
         )
 
-    def add(self, messages: Iterable[Msg]) -> OmpSession:
-        for msg in messages:
-            if msg.role == "user":
-                self.user(msg.text)
-            else:
-                self.assistant(msg.text, thinking=msg.thinking, tool=msg.tool)
-        return self
-
     def lines(self) -> list[str]:
         out: list[str] = []
         if self.title is not None and self.version >= 3:
@@ -239,7 +249,7 @@ USER_INSTRUCTIONS = "<user_instructions>\nPrefer small commits.\n</user_instruct
 PERMISSIONS = "<permissions instructions>\nFilesystem sandboxing: workspace-write.\n</permissions instructions>"
 
 
-class CodexSession:
+class CodexSession(_Conversation):
     """A Codex CLI rollout (`{timestamp,type,payload}` envelope, 2025–2026 builds).
 
     The first user turn is preceded by what the harness injects: a developer
@@ -330,14 +340,6 @@ class CodexSession:
             self.message("assistant", text)
             self._emit("event_msg", {"type": "agent_message", "message": text})
         self._emit("event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 900}}})
-
-    def add(self, messages: Iterable[Msg]) -> CodexSession:
-        for msg in messages:
-            if msg.role == "user":
-                self.user(msg.text)
-            else:
-                self.assistant(msg.text, thinking=msg.thinking, tool=msg.tool)
-        return self
 
     def lines(self) -> list[str]:
         return list(self._lines)

@@ -124,7 +124,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     index = 0
     error = ""
     try:
-        for line_no, line, whole in scan.lines():
+        for line_no, line, whole in scan.lines(_may_hold_prose_or_meta):
             if not whole or not _may_hold_prose_or_meta(line[:_HEAD]):
                 continue
             obj = scan.parse(line_no, line)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,10 @@ from kbtools.ingest.model import Record, SourceRef, SourceUnit
 # A JSONL line longer than this is discarded as malformed without being held
 # in memory (a 100 MB single line must not cost 100 MB). Real session lines
 # this long are tool output, which is never kept anyway.
-MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 8 * 1024 * 1024
+# Lines are read in pieces of this size, so a long line is judged by its head
+# before any more of it is held.
+_PIECE = 1 << 20
 # What is kept of an over-long line: enough to classify it by its head.
 LINE_HEAD_BYTES = 4096
 # Prose retained per source, as a multiple of settings.max_text: more than the
@@ -160,9 +163,12 @@ class JsonlScan:
     "changed during read" check in the same pass (the reference read every
     file twice, once to hash and once to parse).
 
-    ``lines()`` yields ``(line_no, line, whole)``: ``whole`` is False for an
-    over-long line, of which only the head is yielded (already counted as
-    ``overlong``) so a caller may read ids from it but must not parse it.
+    ``lines(wanted)`` yields ``(line_no, data, whole)`` for non-blank lines.
+    A line longer than one read piece is first judged by its head: if
+    ``wanted(head)`` is false (tool output, most of the bytes) the rest is
+    hashed and dropped without being held. ``whole`` is False when only the
+    head is yielded — a line not wanted, or over ``max_line`` (counted as
+    ``overlong``) — so a caller may read ids from it but must not parse it.
     """
 
     def __init__(self, path: Path, *, max_line: int = MAX_LINE_BYTES) -> None:
@@ -183,8 +189,10 @@ class JsonlScan:
     @property
     def changed(self) -> bool:
         before, after = self.stat_before, self.stat_after
-        if before is None or after is None:
+        if before is None:
             return False
+        if after is None:  # removed or replaced while being read
+            return True
         return (
             self.bytes_read != before.st_size
             or after.st_size != before.st_size
@@ -192,45 +200,59 @@ class JsonlScan:
             or after.st_ino != before.st_ino
         )
 
-    def lines(self) -> Iterator[tuple[int, bytes, bool]]:
+    def lines(self, wanted: Callable[[bytes], bool] | None = None) -> Iterator[tuple[int, bytes, bool]]:
         update = self.hasher.update
-        limit = self.max_line + 1
         line_no = 0
         with open(self.path, "rb") as fh:
             self.stat_before = os.fstat(fh.fileno())
             readline = fh.readline
             while True:
-                line = readline(limit)
-                if not line:
+                piece = readline(_PIECE)
+                if not piece:
                     break
-                update(line)
-                self.bytes_read += len(line)
+                update(piece)
+                self.bytes_read += len(piece)
                 line_no += 1
-                if not line.endswith(b"\n") and len(line) == limit:
-                    head = line[:LINE_HEAD_BYTES]
-                    # Drain the rest of the line without holding it.
-                    while True:
-                        more = readline(limit)
-                        if not more:
-                            break
-                        update(more)
-                        self.bytes_read += len(more)
-                        if more.endswith(b"\n"):
-                            break
-                    self.issues.note("overlong", line_no)
-                    self.last_line_unterminated = False
-                    yield line_no, head, False
+                if piece.endswith(b"\n") or len(piece) < _PIECE:
+                    self.last_line_unterminated = not piece.endswith(b"\n")
+                    line = piece.strip()
+                    if line:
+                        self.last_line_no = line_no
+                        yield line_no, line, True
                     continue
-                self.last_line_unterminated = not line.endswith(b"\n")
-                line = line.strip()
-                if line:
-                    self.last_line_no = line_no
-                    yield line_no, line, True
+                # A long line: decide from its head before holding any more of it.
+                head = piece[:LINE_HEAD_BYTES].lstrip()
+                keep = wanted is None or wanted(head)
+                pieces = [piece] if keep else []
+                size = len(piece)
+                ended = False
+                while True:
+                    piece = readline(_PIECE)
+                    if not piece:
+                        break
+                    update(piece)
+                    self.bytes_read += len(piece)
+                    size += len(piece)
+                    ended = piece.endswith(b"\n")
+                    if keep:
+                        if size > self.max_line:
+                            keep = False
+                            pieces = []
+                            self.issues.note("overlong", line_no)
+                        else:
+                            pieces.append(piece)
+                    if ended:
+                        break
+                self.last_line_unterminated = not ended
+                self.last_line_no = line_no
+                if keep:
+                    yield line_no, b"".join(pieces).strip(), True
+                else:
+                    yield line_no, head, False
         try:
             self.stat_after = os.stat(self.path)
         except OSError:
             self.stat_after = None
-            self.bytes_read = -1  # gone: count as changed
 
     def parse(self, line_no: int, line: bytes) -> Any:
         """Decode one line as UTF-8 JSON; note why not and return None on failure.

@@ -94,7 +94,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     entries: list[_Entry] = []
     message_index = 0
     try:
-        for line_no, line, whole in scan.lines():
+        for line_no, line, whole in scan.lines(_wanted):
             head = line[:_HEAD]
             if not whole or _skippable(head):
                 entry_id, parent_id = _ids_from_head(head)
@@ -131,6 +131,10 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     unit = _unit(ref, path, header, kept, scan.content_hash, error, scan.stat_before)
     unit.truncated = collecting.truncated or final_budget.truncated
     return unit
+
+
+def _wanted(head: bytes) -> bool:
+    return not _skippable(head)
 
 
 def _skippable(head: bytes) -> bool:

@@ -115,3 +115,14 @@ def test_session_without_header_id_keeps_identity_when_it_grows(tmp_path: Path) 
     (after,) = load_all(tmp_path)
     assert before.session_identity == after.session_identity == "2026_sess"
     assert before.content_hash != after.content_hash
+
+
+def test_large_tool_output_is_skipped_silently_and_keeps_the_tree_linked(tmp_path: Path) -> None:
+    session = OmpSession(session_id="s")
+    session.user("first question")
+    session.assistant("running it", tool=("cat big.log", "L" * (3 << 20)))
+    session.assistant("the log says the disk is full")
+    session.write(tmp_path)
+    (unit,) = load_all(tmp_path)
+    assert unit.error == ""
+    assert [r.text for r in unit.records] == ["first question", "running it", "the log says the disk is full"]

@@ -1,0 +1,133 @@
+"""Bad input gives an error unit with a clear reason and the records that
+could be kept; errors never quote the input."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from kbtools.ingest.model import SourceSettings
+from kbtools.ingest.sources import codex, omp
+from kbtools.ingest.sources.common import CHANGED_DURING_READ, JsonlScan
+from tests.testing.sessions import CodexSession, OmpSession, assistant, user
+
+SECRETISH = "needle-" + "q7" * 6
+
+
+def _omp(tmp_path: Path, extra_lines: list[bytes], *, newline: bool = True) -> tuple[Path, SourceSettings]:
+    session = OmpSession(session_id="s").add([user("kept question"), assistant("kept answer")])
+    path = session.write(tmp_path)
+    with path.open("ab") as fh:
+        fh.write(b"\n".join(extra_lines) + (b"\n" if newline else b""))
+    return path, SourceSettings(omp_sessions=tmp_path)
+
+
+def _codex(tmp_path: Path, extra_lines: list[bytes], *, newline: bool = True) -> tuple[Path, SourceSettings]:
+    path = CodexSession(session_id="s").add([user("kept question"), assistant("kept answer")]).write(tmp_path)
+    with path.open("ab") as fh:
+        fh.write(b"\n".join(extra_lines) + (b"\n" if newline else b""))
+    return path, SourceSettings(codex_dir=tmp_path)
+
+
+BUILDERS = {"omp": (_omp, omp), "codex": (_codex, codex)}
+
+
+def _load(name: str, tmp_path: Path, extra: list[bytes], *, newline: bool = True):  # type: ignore[no-untyped-def]
+    build, module = BUILDERS[name]
+    path, cfg = build(tmp_path, extra, newline=newline)
+    units = [module.load(ref, cfg) for ref in module.discover(cfg) if ref.locator == str(path)]
+    assert len(units) == 1
+    return units[0]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_truncated_last_line_of_a_live_writer_keeps_earlier_records(tmp_path: Path, name: str) -> None:
+    half = b'{"type":"message","message":{"role":"user","content":"' + SECRETISH.encode()
+    unit = _load(name, tmp_path, [half], newline=False)
+    assert [r.text for r in unit.records] == ["kept question", "kept answer"]
+    assert unit.error.startswith("truncated_last_line: 1 line (first at line ")
+    assert SECRETISH not in unit.error
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_malformed_line_in_the_middle_is_counted_without_quoting_it(tmp_path: Path, name: str) -> None:
+    unit = _load(name, tmp_path, [b'{"type":"message", ' + SECRETISH.encode(), b"{}"])
+    assert unit.error.startswith("malformed_json: 1 line (first at line ")
+    assert SECRETISH not in unit.error
+    assert len(unit.records) == 2
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_invalid_utf8_line_is_an_error_and_other_lines_survive(tmp_path: Path, name: str) -> None:
+    bad = '{"type":"message","message":{"role":"user","content":"caf\xe9"}}'.encode("latin-1")
+    unit = _load(name, tmp_path, [bad])
+    assert unit.error.startswith("invalid_utf8: 1 line")
+    assert [r.text for r in unit.records] == ["kept question", "kept answer"]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_binary_file_named_jsonl_is_an_error_unit(tmp_path: Path, name: str) -> None:
+    build, module = BUILDERS[name]
+    path, cfg = build(tmp_path, [])
+    path.write_bytes(bytes(range(256)) * 64 + b"\x00\x01\n\x89PNG\r\n\x1a\n" * 8)
+    (unit,) = [module.load(r, cfg) for r in module.discover(cfg) if r.locator == str(path)]
+    assert unit.records == []
+    assert "binary_content" in unit.error or "invalid_utf8" in unit.error
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, name: str) -> None:
+    build, module = BUILDERS[name]
+    path, cfg = build(tmp_path, [])
+    with path.open("ab") as fh:
+        fh.write(b'{"type":"message","message":{"role":"user","content":"')
+        block = b"x" * (1 << 20)
+        for _ in range(100):
+            fh.write(block)
+        fh.write(b'"}}\n')
+        fh.write(b'{"type":"message","message":{"role":"user","content":"after the long line"}}\n')
+    ref = next(r for r in module.discover(cfg) if r.locator == str(path))
+    tracemalloc.start()
+    try:
+        unit = module.load(ref, cfg)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 1024 * 1024, peak
+    assert unit.error.startswith("overlong: 1 line")
+    if name == "omp":  # codex rollouts use the envelope; the bare line is not a response item
+        assert [r.text for r in unit.records][-1] == "after the long line"
+    assert unit.records[0].text == "kept question"
+
+
+def test_file_changed_during_the_read_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(10)))
+    scan = JsonlScan(path)
+    lines = scan.lines()
+    next(lines)
+    with path.open("a") as fh:
+        fh.write('{"n": 99}\n')
+    for _ in lines:
+        pass
+    assert scan.error() == CHANGED_DURING_READ
+
+
+def test_unchanged_file_is_not_reported_changed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a":1}\n{"b":2}\n')
+    scan = JsonlScan(path)
+    assert [scan.parse(n, line) for n, line, _ in scan.lines()] == [{"a": 1}, {"b": 2}]
+    assert scan.error() == ""
+
+
+def test_prose_beyond_the_cap_is_not_retained_and_marked_truncated(tmp_path: Path) -> None:
+    session = OmpSession(session_id="s").add([user("q" * 300), assistant("a" * 300), user("tail")])
+    session.write(tmp_path)
+    cfg = SourceSettings(omp_sessions=tmp_path, max_text=100)
+    (unit,) = [omp.load(r, cfg) for r in omp.discover(cfg)]
+    assert unit.truncated
+    assert sum(len(r.text) for r in unit.records) <= 400
