@@ -1,0 +1,444 @@
+"""Kept, redacted records of one source → turn-sized evidence candidates.
+
+A candidate is one **turn**: a user prompt with the replies that follow it
+(assistant records before the first prompt form a turn of their own). The
+reference compacted a whole session into one ~8 KB candidate (head, middle and
+tail), so a long session lost most of its content; here every turn that carries
+a technical signal becomes one or more candidates of at most ``max_candidate``
+characters each, until the source's ``max_text`` budget is spent. What the
+budget cuts off is recorded (``truncated`` on the manifest row), never silent.
+
+Knowledge fields keep the reference's names. They are filled from sentences,
+not whole messages, and a sentence lands in one field only, so a single message
+no longer fills six fields at once; ``confidence`` and ``scores`` follow from
+what the turn actually contains instead of being constants.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbtools.ingest.control_plane import is_internal_text, technical_signals
+from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
+
+MIN_TURN_CHARS = 120
+SNIPPET_CHARS = 500
+USER_GOAL_CHARS = 1_200
+SUMMARY_CHARS = 300
+FIELD_SNIPPETS = 3
+ENV_MATCHES = 12
+KEYWORDS = 12
+NOTE_MATCHES = 3
+# A note matches when it shares at least this many of the turn's keywords.
+NOTE_MIN_OVERLAP = 2
+NOTE_KEYWORDS = 40
+
+ROLES = ("user", "assistant")
+_ROLE_PREFIX = re.compile(r"(?:\A|\n)\[(user|assistant)\] ")
+
+
+@dataclass(frozen=True)
+class KeptRecord:
+    """A record that passed the role gate, the control-plane and derived filters and redaction."""
+
+    role: str
+    text: str  # redacted
+    created_at: str
+    index: int
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceMeta:
+    """What a candidate row needs to know about its source (all hashed or public)."""
+
+    source_key: str
+    session_key: str
+    project_key: str
+    tool: str
+    record_type: str
+    format: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class CandidateBatch:
+    candidates: tuple[dict[str, object], ...]
+    truncated: bool  # the budget cut off kept text
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def split_turns(records: Sequence[KeptRecord]) -> list[list[KeptRecord]]:
+    """A user record opens a turn; everything up to the next user record belongs to it."""
+    turns: list[list[KeptRecord]] = []
+    for record in records:
+        if record.role == "user" or not turns:
+            turns.append([record])
+        else:
+            turns[-1].append(record)
+    return turns
+
+
+def render(role: str, text: str) -> str:
+    return f"[{role}] {text}"
+
+
+def split_messages(text: str) -> list[tuple[str, str]]:
+    """Undo :func:`render` over a candidate's text: ``[(role, message), …]``.
+
+    Used to re-check stored candidates one message at a time, so a quoted marker
+    behind the rendered tag cannot drop a candidate the per-message filter kept.
+    """
+    starts = list(_ROLE_PREFIX.finditer(text))
+    if not starts or starts[0].start() != 0:
+        return [("", text)] if text else []
+    parts: list[tuple[str, str]] = []
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        parts.append((match.group(1), text[match.end():end]))
+    return parts
+
+
+def is_internal_candidate(text: str) -> bool:
+    """True when any message of a stored candidate is control-plane text."""
+    return any(is_internal_text(message) for _, message in split_messages(text))
+
+
+def _pieces(record: KeptRecord, limit: int) -> Iterator[str]:
+    """The rendered record, cut at whitespace into pieces of at most ``limit`` characters."""
+    prefix = f"[{record.role}] "
+    room = max(limit - len(prefix), 1)
+    text = record.text
+    while text:
+        if len(text) <= room:
+            yield prefix + text
+            return
+        cut = text.rfind(" ", room // 2, room + 1)
+        if cut <= 0:
+            cut = room
+        yield prefix + text[:cut].rstrip()
+        text = text[cut:].lstrip()
+
+
+def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[tuple[str, list[KeptRecord]]]:
+    """Pack the turn's rendered records into texts of at most ``limit`` characters."""
+    chunks: list[tuple[str, list[KeptRecord]]] = []
+    lines: list[str] = []
+    members: list[KeptRecord] = []
+    size = 0
+    for record in turn:
+        for piece in _pieces(record, limit):
+            extra = len(piece) + (1 if lines else 0)
+            if lines and size + extra > limit:
+                chunks.append(("\n".join(lines), members))
+                lines, members, size = [], [], 0
+                extra = len(piece)
+            lines.append(piece)
+            if not members or members[-1] is not record:
+                members.append(record)
+            size += extra
+    if lines:
+        chunks.append(("\n".join(lines), members))
+    return chunks
+
+
+# --------------------------------------------------------------------------- keywords and notes
+
+_TOKEN_SPLIT = re.compile(r"[^\w-]+")
+STOPWORDS = frozenset(
+    """the and for with that this from have will are was were into about than when where what which
+    your you our not can use using user assistant system true false there then they them these those
+    would could should been being does did done just also some like only more most very here each
+    other such over after before while because how why who its it's his her their has had but all
+    any may might must shall let get got make made one two out off now yet too via per see need
+    want wants please thanks thank okay yes""".split()
+)
+
+
+def keywords(text: str, limit: int = KEYWORDS) -> list[str]:
+    """The most frequent content words (ties: first seen), at most ``limit``."""
+    counts: Counter[str] = Counter()
+    for token in _TOKEN_SPLIT.split(normalize_text(text)):
+        token = token.strip("-_")
+        if len(token) > 2 and token not in STOPWORDS and not token.isdigit():
+            counts[token] += 1
+    return [word for word, _ in counts.most_common(limit)]
+
+
+_FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_TITLE = re.compile(r"^(?:title|tags|description):[ \t]*(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class NoteIndex:
+    """Keyword → note slugs, from the notes' titles and bodies (never their frontmatter keys).
+
+    The reference took the first 12 tokens of each file, frontmatter included,
+    so every note "matched" on `title`, `kind`, `concept`….
+    """
+
+    by_keyword: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, note_root: Path) -> NoteIndex:
+        index: dict[str, set[str]] = {}
+        try:
+            paths = sorted(note_root.rglob("*.md"))
+        except OSError:
+            paths = []
+        for path in paths:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            body, head = text, ""
+            match = _FRONTMATTER.match(text)
+            if match:
+                head = " ".join(m.group(1) for m in _TITLE.finditer(match.group(1)))
+                body = text[match.end():]
+            for word in keywords(f"{head} {head} {body}", NOTE_KEYWORDS):
+                index.setdefault(word, set()).add(path.stem)
+        return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
+
+    def match(self, words: Iterable[str]) -> list[str]:
+        scores: Counter[str] = Counter()
+        for word in words:
+            for slug in self.by_keyword.get(word, ()):
+                scores[slug] += 1
+        ranked = sorted((-score, slug) for slug, score in scores.items() if score >= NOTE_MIN_OVERLAP)
+        return [slug for _, slug in ranked[:NOTE_MATCHES]]
+
+
+# --------------------------------------------------------------------------- knowledge fields
+
+
+def _words(*terms: str) -> re.Pattern[str]:
+    """Whole-word (ASCII boundaries) for Latin terms; CJK terms match anywhere."""
+    latin = [t for t in terms if t.isascii()]
+    cjk = [t for t in terms if not t.isascii()]
+    parts = []
+    if latin:
+        parts.append(r"(?<![A-Za-z0-9_])(?:" + "|".join(latin) + r")(?![A-Za-z0-9_])")
+    parts.extend(re.escape(t) for t in cjk)
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+# Sentence fields, in priority order: a sentence goes to the first field it fits.
+SENTENCE_FIELDS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
+    ("error_messages", _words(r"\w*error", r"\w*exception", "traceback", "panic", "errno", "错误", "异常"), False),
+    ("failed_solutions", _words("did not work", "doesn't work", "didn't work", "failed approach", "dead end",
+                                "无效", "不生效", "死胡同", "否定方案", "失败方案"), False),
+    ("root_cause", _words("root cause", "caused by", "because of", "原因", "根因"), False),
+    ("final_solution", _words("solution", "solved", "resolved", "fix", "fixed", "fixes", "the fix",
+                              "workaround", "解决", "修复", "最终", "结论"), False),
+    ("rollback", _words("rollback", "roll back", "revert", "reverted", "restore", "回滚", "恢复"), False),
+    ("risks_side_effects", _words("risk", "risks", "side effect", "side effects", "warning", "danger",
+                                  "风险", "副作用", "警告", "危险"), False),
+    ("non_applicability", _words("does not apply", "not applicable", "不适用", "不要用于"), False),
+    ("applicability", _words("applies", "applicable", "适用", "前置条件", "场景"), False),
+    ("validation_results", _words("passed", "passes", "verified", "validation", "tests pass", "green",
+                                  "通过", "验证"), False),
+    ("symptoms", _words("symptom", "symptoms", "failed", "failing", "fails", "slow", "timeout", "timed out",
+                        "hangs", "crash", "crashes", "问题", "现象", "失败", "超时", "缓慢"), False),
+    ("investigation_steps", _words("inspect", "inspected", "check", "checked", "trace", "traced", "search",
+                                   "searched", "diagnose", "diagnosed", "bisect", "排查", "检查", "定位", "读取",
+                                   "搜索", "诊断"), False),
+    ("attempted_solutions", _words("attempt", "attempted", "tried", "try", "trying", "方案", "尝试", "改用"), False),
+    ("changes", _words("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更",
+                       "代码变更"), False),
+    ("trigger_conditions", _words("when", "whenever", "trigger", "triggers", "triggered", "条件", "触发"), False),
+    ("reusable_lessons", _words("lesson", "lessons", "principle", "generalize", "generalise", "always", "never",
+                                "经验", "原则", "方法论", "可推广"), False),
+    ("unresolved_questions", re.compile(r"[?？]|未解决|待验证"), True),  # user sentences only
+)
+SINGLE_FIELDS = ("root_cause", "final_solution")
+
+_ENVIRONMENTS = re.compile(
+    r"(?<![A-Za-z0-9_])(?:Arch Linux|Linux|Fedora|macOS|Windows|JVM|Java|Spring|Node\.js|Node|Astro|Svelte"
+    r"|TypeScript|Docker|Kubernetes|MySQL|PostgreSQL|OMP|OpenCode|Codex|Python)(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+_VERSIONS = re.compile(
+    r"(?<![A-Za-z0-9_])(?:OMP|OpenCode|Codex|Astro|Node(?:\.js)?|pnpm|Java|Spring|Docker|MySQL|TypeScript"
+    r"|Svelte|Python)\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+_COMMANDS = re.compile(
+    r"(?:^|\n)[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
+    r"|go|docker|kubectl|kb)[ \t]+[^\n]{1,180}"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_FENCE_BODY = re.compile(r"```[^\n]*\n([\s\S]*?)```")
+
+
+def _sentences(records: Iterable[KeptRecord]) -> Iterator[tuple[str, str]]:
+    for record in records:
+        for sentence in _SENTENCE_END.split(record.text):
+            sentence = sentence.strip()
+            if sentence:
+                yield record.role, sentence[:SNIPPET_CHARS]
+
+
+def _unique(matches: Iterable[str], limit: int) -> list[str]:
+    seen: dict[str, None] = {}
+    for match in matches:
+        text = match.strip()
+        if text and text not in seen:
+            seen[text] = None
+            if len(seen) == limit:
+                break
+    return list(seen)
+
+
+def knowledge_fields(turn: Sequence[KeptRecord], members: Sequence[KeptRecord], text: str) -> dict[str, object]:
+    """The reference's knowledge fields for one candidate: ``members`` are the turn's
+    records in its chunk, ``text`` the rendered chunk; the goal is the turn's prompt."""
+    chunk_records = members
+    fields: dict[str, list[str]] = {name: [] for name, _, _ in SENTENCE_FIELDS}
+    for role, sentence in _sentences(chunk_records):
+        for name, pattern, user_only in SENTENCE_FIELDS:
+            if user_only and role != "user":
+                continue
+            if len(fields[name]) < FIELD_SNIPPETS and pattern.search(sentence):
+                fields[name].append(sentence)
+                break
+    user = next((r.text for r in turn if r.role == "user"), "")
+    last_assistant = next((r.text for r in reversed(chunk_records) if r.role == "assistant"), "")
+    root_cause = fields["root_cause"][-1] if fields["root_cause"] else ""
+    final_solution = fields["final_solution"][-1] if fields["final_solution"] else last_assistant[:2_000]
+    return {
+        "user_goal": user[:USER_GOAL_CHARS],
+        "technical_environment": _unique((m.group(0) for m in _ENVIRONMENTS.finditer(text)), ENV_MATCHES),
+        "software_versions": _unique((m.group(0) for m in _VERSIONS.finditer(text)), ENV_MATCHES),
+        **{name: fields[name] for name in fields if name not in SINGLE_FIELDS},
+        "root_cause": root_cause,
+        "final_solution": final_solution,
+        "validation_commands": _unique((m.group(0) for m in _COMMANDS.finditer(text)), ENV_MATCHES),
+    }
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) -> str:
+    """Unique and stable: the reference's sha256(source_key \\0 fingerprint) collided for
+    two turns with equal text, so the turn and chunk position are part of the id."""
+    return sha256_hex(f"{source_key}\0{fp}\0{turn_index}\0{chunk_index}")
+
+
+def build_candidates(
+    meta: SourceMeta,
+    records: Sequence[KeptRecord],
+    notes: NoteIndex,
+    *,
+    max_candidate: int,
+    max_text: int,
+    base_confidence: float = 0.3,
+    require_signal: bool = True,
+) -> CandidateBatch:
+    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
+    from kbtools.ingest.ledger import candidate_row
+
+    out: list[dict[str, object]] = []
+    budget = max_text
+    truncated = False
+    for turn_index, turn in enumerate(split_turns(records)):
+        whole = "\n".join(render(r.role, r.text) for r in turn)
+        signals = technical_signals(whole)
+        if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
+            continue
+        for chunk_index, (text, members) in enumerate(_chunks(turn, max_candidate)):
+            if len(text) > budget:
+                truncated = True
+                break
+            budget -= len(text)
+            fp = fingerprint(text)
+            words = keywords(text)
+            matches = notes.match(words)
+            fields = knowledge_fields(turn, members, text)
+            evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
+            confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
+            labels = _unique((label for r in members for label in r.labels), 64)
+            out.append(
+                candidate_row(
+                    fields,
+                    confidence=confidence,
+                    candidate_id=candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                    meta=meta,
+                    text=text,
+                    summary=" ".join(text.split())[:SUMMARY_CHARS],
+                    language="zh" if _CJK.search(text) else "und",
+                    created_at=members[0].created_at or meta.created_at,
+                    updated_at=members[-1].created_at or meta.updated_at,
+                    note_matches=matches,
+                    redactions=labels,
+                    scores={
+                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+                        "confidence": confidence,
+                        "novelty": 0.3 if matches else 0.7,
+                    },
+                    topic_keys=words[:5],
+                    fingerprint=fp,
+                    turn_index=turn_index,
+                    chunk_index=chunk_index,
+                )
+            )
+        if truncated:
+            break
+    return CandidateBatch(tuple(out), truncated)
+
+
+class Deduplicator:
+    """Exact duplicates across the whole ledger, in ledger order: the first is canonical."""
+
+    def __init__(self) -> None:
+        self._canonical: dict[str, str] = {}
+        self._code_blocks = _RepeatCounter()
+        self._error_logs = _RepeatCounter()
+
+    def apply(self, candidate: dict[str, object]) -> dict[str, object]:
+        fp = str(candidate.get("fingerprint", ""))
+        first = self._canonical.setdefault(fp, str(candidate.get("candidate_id", "")))
+        is_duplicate = first != candidate.get("candidate_id")
+        candidate["decision"] = "duplicate" if is_duplicate else "jotting"
+        candidate["duplicate_of"] = first if is_duplicate else ""
+        for body in _FENCE_BODY.findall(str(candidate.get("text", ""))):
+            self._code_blocks.add(body)
+        errors = candidate.get("error_messages")
+        for entry in errors if isinstance(errors, list) else ():
+            self._error_logs.add(str(entry))
+        return candidate
+
+    @property
+    def duplicate_code_blocks(self) -> int:
+        return self._code_blocks.repeats
+
+    @property
+    def duplicate_error_logs(self) -> int:
+        return self._error_logs.repeats
+
+
+class _RepeatCounter:
+    """How many normalised texts (≥ 40 chars) repeat one seen before."""
+
+    def __init__(self) -> None:
+        self._seen: set[bytes] = set()
+        self.repeats = 0
+
+    def add(self, text: str) -> None:
+        norm = normalize_text(text)
+        if len(norm) < 40:
+            return
+        digest = bytes.fromhex(sha256_hex(norm))
+        if digest in self._seen:
+            self.repeats += 1
+        else:
+            self._seen.add(digest)

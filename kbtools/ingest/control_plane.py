@@ -1,0 +1,120 @@
+"""The internal control-plane filter: agent-runtime artefacts are never knowledge.
+
+Nested transcripts, thinking markers, tool-call envelopes, IRC/budget notices and
+watchdog narration are produced by the agents' own machinery. Learning from them
+would feed the wiki its own plumbing, so they are dropped before redaction.
+
+The filter judges **one message at a time**. The reference also ran it over a
+whole session rendered as ``[role] text`` lines, where a legitimate message that
+quotes a marker (``_thinking:_``) behind the added ``[user]`` tag matched and
+dropped the entire session; a message that passes alone therefore never takes
+anything else down with it.
+
+Also here: the technical-signal test that decides whether a turn is worth a
+candidate. It matches whole words (with common inflections): the reference's
+substring test passed "latest" for "test", "capital" for "api", "prefix" for "fix".
+"""
+
+from __future__ import annotations
+
+import re
+
+# Only the start of a message decides the record-marker rules (a, b): 768
+# characters bound the unbounded "Resume prior conversation. … scopes:" gap.
+PREFIX_WINDOW = 768
+
+_I = re.IGNORECASE
+_ID = r"[A-Za-z0-9_.-]+"
+_TAG = r"(?:\[(?:user|assistant)\]\s*)?"
+_ANY_TAG = r"\[(?:user|assistant|skill-prompt)\]"
+_THINKING = r"_thinking(?::_|_:)"
+_MARKERS = (
+    r"(?:¶(?:user|think|ai|call):"
+    rf"|{_THINKING}"
+    r"|Complete (?:the )?assignment(?: below)?,?\s*thoroughly:"
+    r"|Archived transcript scopes:"
+    r"|\#{1,6}\s+Session update\b"
+    r"|\[irc\])"
+)
+
+# (a) and (b): anchored at the start of the whitespace-trimmed prefix.
+_PREFIX_RULES = re.compile(
+    r"\A(?:"
+    r"\[skill-prompt\]"
+    rf"|{_TAG}(?:\*\*(?:agent|user|assistant)\*\*:\s*)?"
+    rf"(?:{_MARKERS}|Resume prior conversation\.[\s\S]*?Archived transcript scopes:)"
+    rf"|{_ANY_TAG}[\s\S]{{0,512}}?{_THINKING}"
+    r")",
+    _I,
+)
+
+# (c)-(i): anywhere in the full message.
+_BODY_RULES = tuple(
+    re.compile(pattern, flags)
+    for pattern, flags in (
+        # (c) progress marker
+        (r"\[in progress\s*[—-]\s*more steps follow\]", _I),
+        # (d) tool envelopes
+        (rf"\A{_TAG}call:{_ID}:{_ID}(?:\{{|\Z)", _I),
+        (rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
+        (rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
+        # (e) runtime envelopes
+        (
+            r"Parent IRC message|Current interruptible (?:wait|operation)|\[budget notice\]"
+            rf"|\[async-result\]|^{_TAG}\(No response\)[ \t]*$",
+            _I | re.MULTILINE,
+        ),
+        # (f) watchdog narration, at the very start of the untrimmed message
+        (
+            rf"\A{_TAG}(?:Silent\b|Still (?:early )?context gathering|The agent is mid-turn"
+            r"|The agent is (?:still )?(?:scoping|reading|reviewing|gathering)"
+            r"|Review (?:is )?progressing|Nothing to critique|No action needed"
+            r"|Waiting for (?:more|the agent)|I(?:'ll| will) wait)",
+            _I,
+        ),
+        # (g) transcript analysis
+        (
+            r"transcript(?:'s)?\s+[\"'`]?_thinking[^\s\"'`]*[\"'`]?[\s\S]{0,200}?"
+            r"\b(?:real|hidden) (?:reasoning|thinking) block\b",
+            _I,
+        ),
+        # (h) embedded envelope
+        (rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
+        # (i) transcript artefacts behind a required role tag
+        (
+            rf"(?:\A|\n){_ANY_TAG}\s+(?://[^\n]*?\b(?:read|write|edit|bash|grep|glob|task|todo|hub)\("
+            r"|\{[\s\S]*?\"(?:severity|guidance|rule)\"[\s\S]*?"
+            r"(?:_thinking|Archived transcript scopes|Complete assignment))",
+            _I,
+        ),
+    )
+)
+
+
+def is_internal_text(text: str) -> bool:
+    """True when one message is agent-runtime plumbing rather than prose."""
+    if _PREFIX_RULES.match(text.lstrip()[:PREFIX_WINDOW]):
+        return True
+    return any(rule.search(text) for rule in _BODY_RULES)
+
+
+_SIGNAL_WORDS = (
+    r"errors?|exceptions?|fail(?:s|ed|ing|ure|ures)?|fix(?:es|ed|ing)?|debug(?:s|ged|ging)?"
+    r"|tests?|tested|testing|builds?|building|config|configs|configuration|configure[sd]?"
+    r"|apis?|databases?|sql|git|docker|kubernetes|linux|java|typescript|javascript|python"
+    r"|rust|astro|svelte|css|themes?|omp|opencode|codex|agents?|llms?"
+)
+_SIGNAL = re.compile(
+    rf"(?<![A-Za-z0-9_])(?:{_SIGNAL_WORDS})(?![A-Za-z0-9_])"
+    r"|错误|失败|根因|修复|配置|验证|测试|构建|数据库|架构|排查|工具|会话|知识库|前端|后端|设计",
+    _I,
+)
+
+
+def technical_signals(text: str) -> set[str]:
+    """The distinct technical terms a text uses, as whole words (lower case)."""
+    return {m.group(0).lower() for m in _SIGNAL.finditer(text)}
+
+
+def has_technical_signal(text: str) -> bool:
+    return _SIGNAL.search(text) is not None

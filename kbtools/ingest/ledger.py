@@ -1,0 +1,482 @@
+"""The ingest ledgers on disk: field order, streaming readers, crash-safe writers, the lock.
+
+Files in the output directory (directories 0700, files 0600):
+
+- ``manifest.jsonl``   one row per source (``source_key``, hashes, status, counts)
+- ``candidates.jsonl`` redacted, turn-sized evidence candidates
+- ``rejected.jsonl``   why a source yielded nothing (or what was filtered later)
+- ``events.jsonl``     per-source events (``derived_excluded``)
+- ``*.partial.jsonl``  the journal of an unfinished ``--write`` run
+- ``run-summary.md``   the last run's counts
+- ``.lock``            held (``flock``) by the running ``--write``
+
+Final ledgers are streamed to temp files and renamed into place at the end
+(candidates, rejected, events, then the manifest), so a reader sees the old or
+the new ledger, never a mix. Progress is journalled by *appending* each batch
+to the partial files (candidates, rejected, events first, the manifest rows
+last, each fsynced), so a run over N sources writes O(N) rows in total and a
+``kill -9`` loses at most the batch in flight: its manifest rows are missing,
+so those sources are simply processed again. Partial rows carry the ``_run``
+that wrote them; for one source the rows of the latest run win.
+
+A prior ledger row that does not parse or lacks a required field is skipped
+and counted (``malformed_prior_rows``), never a crash.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kbtools.errors import KbError
+from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, fsync_dir, temp_path_for
+
+LEDGERS = ("manifest", "candidates", "rejected", "events")
+# Rename order of a final write: the manifest last, so it never names rows that are not there yet.
+COMMIT_ORDER = ("candidates", "rejected", "events", "manifest")
+LOCK_FILE = ".lock"
+SUMMARY_FILE = "run-summary.md"
+RUN_TAG = "_run"
+
+PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
+
+MANIFEST_FIELDS = (
+    "source_key", "tool", "record_type", "project_key", "session_hash", "created_at", "updated_at",
+    "format", "content_hash", "parse_status", "redaction_status", "candidate_count", "article_slugs",
+    "skip_reason", "error", "truncated", "run_at",
+)
+
+# The reference's 24 knowledge fields, then metadata. Dropped from the reference:
+# `cluster_id` and `cluster_size` (buckets of 8 by first keyword, not clusters).
+# Added: `turn_index` and `chunk_index` (the candidate's place in its source).
+KNOWLEDGE_FIELDS = (
+    "topic", "user_goal", "technical_environment", "software_versions", "symptoms", "error_messages",
+    "trigger_conditions", "investigation_steps", "attempted_solutions", "failed_solutions", "root_cause",
+    "final_solution", "changes", "validation_commands", "validation_results", "applicability",
+    "non_applicability", "risks_side_effects", "rollback", "reusable_lessons", "unresolved_questions",
+    "confidence", "source_refs", "existing_kb_status",
+)
+CANDIDATE_FIELDS = KNOWLEDGE_FIELDS + (
+    "candidate_id", "source_key", "session_key", "project_key", "tool", "record_type", "format", "text",
+    "summary", "language", "created_at", "updated_at", "note_matches", "redactions", "conclusion_status",
+    "scores", "decision", "topic_keys", "fingerprint", "duplicate_of", "turn_index", "chunk_index",
+)
+REJECTED_FIELDS = ("rejection_id", "source_key", "reason", "run_at")
+EVENT_FIELDS = (
+    "event_id", "event", "source_key", "tool", "record_type", "message_index", "role", "created_at",
+    "artifact", "overlap", "threshold", "run_at",
+)
+
+Row = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def candidate_row(fields: Mapping[str, object], *, meta: Any, topic_keys: Sequence[str], **values: object) -> Row:
+    """A candidate in ledger field order (``meta`` is a ``candidates.SourceMeta``)."""
+    words = list(topic_keys)
+    row: Row = {
+        "topic": " / ".join(words[:3]) or "uncategorized",
+        **{k: fields.get(k, [] if k not in ("user_goal", "root_cause", "final_solution") else "")
+           for k in KNOWLEDGE_FIELDS[1:21]},
+        "confidence": values.pop("confidence"),
+        "source_refs": [meta.source_key],
+        "existing_kb_status": "",
+        "candidate_id": values.pop("candidate_id"),
+        "source_key": meta.source_key,
+        "session_key": meta.session_key,
+        "project_key": meta.project_key,
+        "tool": meta.tool,
+        "record_type": meta.record_type,
+        "format": meta.format,
+    }
+    matches = list(values["note_matches"])  # type: ignore[call-overload]
+    row["existing_kb_status"] = f"matched:{','.join(matches)}" if matches else "not_matched"
+    for name in ("text", "summary", "language", "created_at", "updated_at", "note_matches", "redactions"):
+        row[name] = values.pop(name)
+    row["conclusion_status"] = "unverified_inference"
+    row["scores"] = values.pop("scores")
+    row["decision"] = "jotting"
+    row["topic_keys"] = words
+    row["fingerprint"] = values.pop("fingerprint")
+    row["duplicate_of"] = ""
+    row["turn_index"] = values.pop("turn_index")
+    row["chunk_index"] = values.pop("chunk_index")
+    return row
+
+
+def rejected_row(rejection_id: str, source_key: str, reason: str, run_at: str) -> Row:
+    return {"rejection_id": rejection_id, "source_key": source_key, "reason": reason, "run_at": run_at}
+
+
+def ordered(row: Mapping[str, Any], fields: Sequence[str]) -> Row:
+    """``row`` in ``fields`` order; unknown extra keys of an older ledger are kept at the end."""
+    out: Row = {name: row[name] for name in fields if name in row}
+    out.update((k, v) for k, v in row.items() if k not in out and k != RUN_TAG)
+    return out
+
+
+def dumps(row: Mapping[str, Any]) -> bytes:
+    # Lone surrogates (from a `\ud800` escape in a source) cannot be UTF-8: replace them.
+    return (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- validation
+
+def _is_str(row: Mapping[str, Any], *names: str) -> bool:
+    return all(isinstance(row.get(n), str) for n in names)
+
+
+def _valid_manifest(row: Mapping[str, Any]) -> bool:
+    count = row.get("candidate_count")
+    return (
+        _is_str(row, "source_key", "tool", "record_type", "project_key", "session_hash", "format",
+                "content_hash", "redaction_status")
+        and row.get("parse_status") in PARSE_STATUSES
+        and isinstance(count, int) and not isinstance(count, bool) and count >= 0
+        and isinstance(row.get("error", ""), str)
+        and isinstance(row.get("skip_reason", ""), str)
+    )
+
+
+_VALIDATORS = {
+    "manifest": _valid_manifest,
+    "candidates": lambda r: _is_str(r, "candidate_id", "source_key", "text", "fingerprint"),
+    "rejected": lambda r: _is_str(r, "rejection_id", "source_key", "reason"),
+    "events": lambda r: _is_str(r, "event", "source_key"),
+}
+
+
+def _parse(line: bytes, ledger: str) -> Row | None:
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(row, dict) or not _VALIDATORS[ledger](row):
+        return None
+    return row
+
+
+def ledger_path(output_dir: Path, ledger: str, *, partial: bool = False) -> Path:
+    return output_dir / (f"{ledger}.partial.jsonl" if partial else f"{ledger}.jsonl")
+
+
+def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
+    """``(row or None if malformed, byte offset)`` per non-blank line; nothing if the file is absent."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise KbError(f"cannot read ledger: {exc.strerror}", str(path)) from None
+    with fh:
+        offset = 0
+        for line in fh:
+            start, offset = offset, offset + len(line)
+            if line.strip():
+                yield _parse(line, ledger), start
+
+
+# --------------------------------------------------------------------------- prior state
+
+
+@dataclass(frozen=True)
+class PriorSource:
+    """What the reuse decision needs of one prior manifest row (the row itself stays on disk)."""
+
+    identity: str
+    source_key: str
+    content_hash: str
+    parse_status: str
+    redaction_status: str
+    error: str
+    candidate_count: int
+    tool: str
+    record_type: str
+    format: str
+    session_hash: str
+    location: tuple[int, int]  # (file number, byte offset)
+    complete: bool = False
+
+
+@dataclass
+class PriorState:
+    """The previous ledgers merged with the partial journal, indexed by byte offset.
+
+    Only the manifest digests live in memory; candidate, rejected and event rows
+    are read back from disk one source at a time.
+    """
+
+    by_identity: dict[str, list[PriorSource]] = field(default_factory=dict)
+    rows: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
+    malformed: int = 0
+    has_partial: bool = False
+    _files: list[Path] = field(default_factory=list)
+    _handles: dict[int, IO[bytes]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, output_dir: Path) -> PriorState:
+        state = cls(rows={name: {} for name in LEDGERS if name != "manifest"})
+        state._load(output_dir)
+        return state
+
+    def _file_number(self, path: Path) -> int:
+        self._files.append(path)
+        return len(self._files) - 1
+
+    def _load(self, output_dir: Path) -> None:
+        main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), journal=False)
+        partial_groups = self._manifest_groups(ledger_path(output_dir, "manifest", partial=True), journal=True)
+        self.has_partial = any(ledger_path(output_dir, n, partial=True).exists() for n in LEDGERS)
+        owned = {d.source_key for group in partial_groups.values() for d in group}
+        journal: dict[str, dict[str, list[tuple[int, int]]]] = {}
+        for name in self.rows:
+            self.rows[name] = self._row_index(ledger_path(output_dir, name), name, journal=False)
+            journal[name] = self._row_index(ledger_path(output_dir, name, partial=True), name, journal=True)
+            owned.update(journal[name])
+        # A source the journal touched takes its rows from the journal only
+        # (partial wins per source_key, even when the journal has none of a kind).
+        for name, index in self.rows.items():
+            for key in owned:
+                if key in journal[name]:
+                    index[key] = journal[name][key]
+                else:
+                    index.pop(key, None)
+        self.by_identity = {**main_groups, **partial_groups}
+        for identity, group in self.by_identity.items():
+            self.by_identity[identity] = [self._with_completeness(d) for d in group]
+
+    def _with_completeness(self, digest: PriorSource) -> PriorSource:
+        # Complete: every promised candidate is there, and a source without
+        # candidates says why (a rejected row).
+        found = len(self.rows["candidates"].get(digest.source_key, ()))
+        complete = found == digest.candidate_count and (
+            digest.candidate_count > 0 or bool(self.rows["rejected"].get(digest.source_key))
+        )
+        return PriorSource(**{**digest.__dict__, "complete": complete})
+
+    def _manifest_groups(self, path: Path, *, journal: bool) -> dict[str, list[PriorSource]]:
+        groups: dict[str, list[PriorSource]] = {}
+        runs: dict[str, object] = {}
+        number = self._file_number(path)
+        for row, offset in iter_ledger(path, "manifest"):
+            if row is None:
+                self.malformed += 1
+                continue
+            identity = "\0".join((row["tool"], row["project_key"], row["session_hash"]))
+            digest = PriorSource(
+                identity=identity,
+                source_key=row["source_key"],
+                content_hash=row["content_hash"],
+                parse_status=row["parse_status"],
+                redaction_status=row["redaction_status"],
+                error=row.get("error", ""),
+                candidate_count=row["candidate_count"],
+                tool=row["tool"],
+                record_type=row["record_type"],
+                format=row["format"],
+                session_hash=row["session_hash"],
+                location=(number, offset),
+            )
+            group = groups.setdefault(identity, [])
+            if journal and runs.get(identity) != row.get(RUN_TAG):
+                runs[identity] = row.get(RUN_TAG)
+                group.clear()
+            # One row per source_key: a later row for the same source wins.
+            group[:] = [d for d in group if d.source_key != digest.source_key]
+            group.append(digest)
+        return groups
+
+    def _row_index(self, path: Path, ledger: str, *, journal: bool) -> dict[str, list[tuple[int, int]]]:
+        index: dict[str, list[tuple[int, int]]] = {}
+        runs: dict[str, object] = {}
+        number = self._file_number(path)
+        for row, offset in iter_ledger(path, ledger):
+            if row is None:
+                self.malformed += 1
+                continue
+            key = row["source_key"]
+            if journal and runs.get(key) != row.get(RUN_TAG):
+                runs[key] = row.get(RUN_TAG)
+                index[key] = []
+            index.setdefault(key, []).append((number, offset))
+        return index
+
+    def read(self, location: tuple[int, int]) -> Row:
+        number, offset = location
+        handle = self._handles.get(number)
+        if handle is None:
+            handle = self._handles[number] = open(self._files[number], "rb")
+        handle.seek(offset)
+        row = json.loads(handle.readline())
+        row.pop(RUN_TAG, None)
+        return row  # type: ignore[no-any-return]
+
+    def manifest_row(self, digest: PriorSource) -> Row:
+        return self.read(digest.location)
+
+    def rows_for(self, ledger: str, source_key: str) -> Iterator[Row]:
+        for location in self.rows[ledger].get(source_key, ()):
+            yield self.read(location)
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+
+# --------------------------------------------------------------------------- writers
+
+
+@dataclass
+class SourceRows:
+    """Everything one source contributes to the ledgers."""
+
+    manifest: Row
+    candidates: list[Row] = field(default_factory=list)
+    rejected: list[Row] = field(default_factory=list)
+    events: list[Row] = field(default_factory=list)
+    # Prior candidates the control-plane filter dropped on this run.
+    internal_dropped: int = 0
+
+    def by_ledger(self) -> Iterator[tuple[str, list[Row]]]:
+        yield "candidates", self.candidates
+        yield "rejected", self.rejected
+        yield "events", self.events
+        yield "manifest", [self.manifest]
+
+
+class LedgerSink:
+    """A dry run: rows are counted by the pipeline and go nowhere."""
+
+    def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        pass
+
+    def persist_partial(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+class WriteSink(LedgerSink):
+    """``--write``: final ledgers streamed to temp files, progress appended to the journal."""
+
+    def __init__(self, output_dir: Path, run_id: str) -> None:
+        self.output_dir = output_dir
+        self.run_id = run_id
+        self._temps: dict[str, Path] = {}
+        self._final: dict[str, IO[bytes]] = {}
+        for name in LEDGERS:
+            path = ledger_path(output_dir, name)
+            tmp = temp_path_for(path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+            self._temps[name] = tmp
+            self._final[name] = os.fdopen(fd, "wb")
+        self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
+
+    def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        for name, items in rows.by_ledger():
+            out = self._final[name]
+            for row in items:
+                out.write(dumps(row))
+            if journal:
+                self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
+
+    def persist_partial(self) -> None:
+        if not any(self._pending.values()):
+            return
+        for name in COMMIT_ORDER:
+            lines = self._pending[name]
+            path = ledger_path(self.output_dir, name, partial=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+            try:
+                os.write(fd, b"".join(lines)) if lines else None
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            lines.clear()
+        fsync_dir(self.output_dir)
+
+    def commit(self) -> None:
+        for name in COMMIT_ORDER:
+            out = self._final[name]
+            out.flush()
+            os.fsync(out.fileno())
+            out.close()
+            os.chmod(self._temps[name], PRIVATE_FILE_MODE)
+            os.replace(self._temps[name], ledger_path(self.output_dir, name))
+        fsync_dir(self.output_dir)
+        for name in LEDGERS:
+            try:
+                os.unlink(ledger_path(self.output_dir, name, partial=True))
+            except FileNotFoundError:
+                pass
+        fsync_dir(self.output_dir)
+
+    def abort(self) -> None:
+        for name, out in self._final.items():
+            out.close()
+            try:
+                os.unlink(self._temps[name])
+            except FileNotFoundError:
+                pass
+
+
+def remove_stale_temps(output_dir: Path) -> None:
+    """Temp files of a killed run (``.<ledger>.jsonl.<pid>.<hex>.tmp``): never read, just litter."""
+    for path in output_dir.glob(".*.tmp"):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def write_private_text(path: Path, text: str) -> None:
+    ensure_private_dir(path.parent)
+    atomic_write_text(path, text)
+
+
+# --------------------------------------------------------------------------- lock
+
+
+class IngestLock:
+    """One ``--write`` per output directory at a time.
+
+    ``flock`` on ``<output>/.lock``: the kernel releases it when the holder
+    dies, so a lock left by a killed run (a dead pid) is simply taken over.
+    """
+
+    def __init__(self, output_dir: Path) -> None:
+        import fcntl
+
+        ensure_private_dir(output_dir)
+        path = output_dir / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise KbError(f"another `kb ingest --write` is running on this output directory{who}",
+                              str(output_dir)) from None
+            raise KbError(f"cannot lock the output directory: {exc.strerror}", str(output_dir)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None

@@ -1,0 +1,590 @@
+"""`kb ingest`: discover → reuse or process → ledgers.
+
+For every discovered source the pipeline decides, by the contract's four
+conditions, whether the prior ledger entry can be reused:
+
+1. the prior ``parse_status`` is not ``failed`` — a failure may have been
+   transient (a locked DB, a live writer), so a failed source is **always**
+   processed again, even with an unchanged content hash;
+2. the content hash is unchanged;
+3. the prior ``redaction_status`` ends with the current ``:<REDACTION_VERSION>``
+   — text redacted by older rules is never trusted;
+4. the prior ledger is complete: as many candidate rows as ``candidate_count``,
+   and a source without candidates has a rejected row saying why.
+
+A reused source's candidates are re-checked by the control-plane filter (it
+may have learnt new markers); what it drops is recorded as
+``internal_transcript_filtered``. Otherwise :func:`process_unit` runs: role
+gate, control-plane filter per message, derived filter per kept record,
+redaction, turn-sized candidates. It is a pure top-level function of picklable
+data, so it can run in a worker process.
+
+Prior sources not seen this run are carried forward (``skipped``,
+``source_not_scanned_this_run``) unless ``--prune`` is given; advisor rows,
+unavailable-store placeholders and legacy prompt-history rows are dropped.
+Exact duplicates are marked in ledger order.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kbtools.config import Config
+from kbtools.ingest import ledger
+from kbtools.ingest.candidates import (
+    ROLES,
+    Deduplicator,
+    KeptRecord,
+    NoteIndex,
+    SourceMeta,
+    build_candidates,
+    is_internal_candidate,
+)
+from kbtools.ingest.control_plane import is_internal_text
+from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
+from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
+from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.kb.layout import Layout
+from kbtools.redact import REDACTION_VERSION, Redactor
+
+PARTIAL_EVERY = 100
+ERROR_CHARS = 300
+HINDSIGHT_CONFIDENCE = 0.55
+
+CHANGED_DURING_READ = "source_changed_during_read"
+NOT_SCANNED = "source_not_scanned_this_run"
+INTERNAL_FILTERED = "internal_transcript_filtered"
+MALFORMED_SOURCE = "malformed_or_unavailable_source"
+NO_KNOWLEDGE = "no_reusable_technical_knowledge"
+DERIVED_ONLY = "derived_excluded"
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    config: Config
+    layout: Layout
+    settings: SourceSettings
+    output_dir: Path
+    write: bool = False
+    prune: bool = False
+    derived_filter: bool = True
+    jobs: int = 1
+
+
+@dataclass(frozen=True)
+class ProcessContext:
+    """Everything :func:`process_unit` needs; all of it pickles."""
+
+    settings: SourceSettings
+    redactor: Redactor
+    derived: Any  # kbtools.derived.filter.DerivedFilter | None
+    notes: NoteIndex
+    prior: Mapping[str, list[PriorSource]]
+    max_candidate: int
+    max_text: int
+    run_at: str
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    identity: str
+    source_key: str
+    created_at: str
+    updated_at: str
+    reuse: PriorSource | None = None  # take the prior rows of this entry
+    rows: SourceRows | None = None  # or these fresh ones
+
+    @property
+    def failed(self) -> bool:
+        return self.rows is not None and self.rows.manifest["parse_status"] == "failed"
+
+
+@dataclass
+class Counts:
+    discovered: int = 0
+    processed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    candidates: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    errors: int = 0
+    derived_excluded: int = 0
+    truncated_sources: int = 0
+    carried_forward: int = 0
+    pruned: int = 0
+    internal_filtered: int = 0
+
+    def add(self, rows: SourceRows) -> None:
+        status = rows.manifest["parse_status"]
+        setattr(self, status, getattr(self, status) + 1)
+        self.candidates += len(rows.candidates)
+        self.duplicates += sum(1 for c in rows.candidates if c.get("decision") == "duplicate")
+        self.rejected += len(rows.rejected)
+        self.errors += bool(rows.manifest.get("error"))
+        self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
+        self.truncated_sources += bool(rows.manifest.get("truncated"))
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    values: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+# --------------------------------------------------------------------------- one source
+
+
+def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
+    """Load one source and either point at its reusable prior entry or build its rows."""
+    from kbtools.ingest import sources
+
+    unit = sources.load(ref, ctx.settings)
+    project_key = hash_identifier(unit.project_identity)
+    session_hash = hash_identifier(unit.session_identity)
+    identity = "\0".join((unit.tool, project_key, session_hash))
+    key = sha256_hex("\0".join((unit.tool, project_key, session_hash, unit.content_hash)))
+    created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
+    error = redact_error(ctx.redactor, unit.error)
+    for prior in ctx.prior.get(identity, ()):
+        if prior.source_key == key and reusable(prior, error):
+            return UnitOutcome(identity, key, created_at, updated_at, reuse=prior)
+    meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format,
+                      created_at, updated_at)
+    return UnitOutcome(identity, key, created_at, updated_at, rows=build_rows(unit, meta, error, ctx))
+
+
+def reusable(prior: PriorSource, current_error: str) -> bool:
+    """The contract's reuse conditions (the content hash is part of the source key).
+
+    Unlike the reference, a source that keeps the same harmless error (one
+    malformed line) is reusable: same bytes, same outcome; it is not
+    re-extracted on every run.
+    """
+    return (
+        prior.parse_status != "failed"
+        and prior.redaction_status.endswith(f":{REDACTION_VERSION}")
+        and prior.complete
+        and prior.error == current_error
+    )
+
+
+def redact_error(redactor: Redactor, error: str) -> str:
+    if not error:
+        return ""
+    text = redactor.redact(" ".join(error.split())).text
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext) -> SourceRows:
+    kept, events, labelled = _keep_records(unit, meta, ctx)
+    truncated = unit.truncated
+    candidates: list[Row] = []
+    if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
+        hindsight = unit.tool == "hindsight"
+        batch = build_candidates(
+            meta, kept, ctx.notes, max_candidate=ctx.max_candidate, max_text=ctx.max_text,
+            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3, require_signal=not hindsight,
+        )
+        candidates = list(batch.candidates)
+        truncated = truncated or batch.truncated
+    if error and not candidates:
+        status, reason = "failed", MALFORMED_SOURCE
+    elif candidates:
+        status, reason = "processed", ""
+    else:
+        status = "skipped"
+        reason = unit.skip_reason or (DERIVED_ONLY if events and not kept else NO_KNOWLEDGE)
+    redacted = labelled or any(c["redactions"] for c in candidates) or error != unit.error
+    manifest = manifest_row(
+        meta, content_hash=unit.content_hash, parse_status=status, redacted=bool(redacted),
+        candidate_count=len(candidates), article_slugs=_slugs(candidates), skip_reason=reason,
+        error=error, truncated=truncated, run_at=ctx.run_at,
+    )
+    rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
+    return SourceRows(manifest, candidates, rejected, events)
+
+
+def _keep_records(
+    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext
+) -> tuple[list[KeptRecord], list[Row], bool]:
+    """Role gate → control-plane filter → derived filter → redaction, one message at a time."""
+    kept: list[KeptRecord] = []
+    events: list[Row] = []
+    labelled = False
+    for record in unit.records:
+        if record.role not in ROLES:
+            continue
+        text = _utf8(record.text)
+        if not text.strip() or is_internal_text(text):
+            continue
+        if ctx.derived is not None:
+            match = ctx.derived.match(text)
+            if match is not None:
+                events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
+                continue
+        red = ctx.redactor.redact(text)
+        if not red.text.strip():
+            continue
+        labelled = labelled or bool(red.labels)
+        kept.append(KeptRecord(record.role, red.text, iso_time(record.created_at), record.index,
+                               tuple(red.labels)))
+    return kept, events, labelled
+
+
+def _utf8(text: str) -> str:
+    """Lone surrogates (a `\\ud800` escape in a source) cannot be hashed or written as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _derived_event(
+    meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext
+) -> Row:
+    redact = ctx.redactor.redact
+    return {
+        "event_id": sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
+        "event": DERIVED_ONLY,
+        "source_key": meta.source_key,
+        "tool": meta.tool,
+        "record_type": meta.record_type,
+        "message_index": index,
+        "role": role,
+        "created_at": iso_time(created_at),
+        "artifact": {"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
+        "overlap": match.overlap,
+        "threshold": ctx.derived.threshold,
+        "run_at": ctx.run_at,
+    }
+
+
+def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, redacted: bool,
+                 candidate_count: int, article_slugs: list[str], skip_reason: str, error: str,
+                 truncated: bool, run_at: str) -> Row:
+    return {
+        "source_key": meta.source_key,
+        "tool": meta.tool,
+        "record_type": meta.record_type,
+        "project_key": meta.project_key,
+        "session_hash": meta.session_key,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "format": meta.format,
+        "content_hash": content_hash,
+        "parse_status": parse_status,
+        "redaction_status": redaction_status(redacted),
+        "candidate_count": candidate_count,
+        "article_slugs": article_slugs,
+        "skip_reason": skip_reason,
+        "error": error,
+        "truncated": truncated,
+        "run_at": run_at,
+    }
+
+
+def redaction_status(redacted: bool) -> str:
+    return f"{'redacted' if redacted else 'none'}:{REDACTION_VERSION}"
+
+
+def rejection(source_key: str, reason: str, run_at: str) -> Row:
+    return ledger.rejected_row(sha256_hex(f"{source_key}\0{reason}"), source_key, reason, run_at)
+
+
+def _slugs(candidates: list[Row]) -> list[str]:
+    return sorted({slug for c in candidates for slug in c.get("note_matches") or ()})
+
+
+# --------------------------------------------------------------------------- prior rows
+
+
+def prior_rows(prior: PriorState, digest: PriorSource, *, run_at: str, status: str, skip_reason: str | None,
+               created_at: str | None = None, updated_at: str | None = None) -> SourceRows:
+    """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked."""
+    row = prior.manifest_row(digest)
+    kept: list[Row] = []
+    dropped = 0
+    for candidate in prior.rows_for("candidates", digest.source_key):
+        if is_internal_candidate(str(candidate.get("text", ""))):
+            dropped += 1
+            continue
+        kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
+    rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
+    if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
+        rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
+    events = list(prior.rows_for("events", digest.source_key))
+    row.update(
+        parse_status=status,
+        candidate_count=len(kept),
+        article_slugs=_slugs(kept),
+        run_at=run_at,
+        redaction_status=redaction_status(
+            any(c.get("redactions") for c in kept) or row.get("redaction_status", "").startswith("redacted:")
+        ),
+    )
+    row.setdefault("truncated", False)
+    if skip_reason is not None:
+        row["skip_reason"] = skip_reason
+    if created_at is not None:
+        row["created_at"], row["updated_at"] = created_at, updated_at
+    return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped)
+
+
+def _dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
+    """Prior rows that describe no source any more."""
+    if digest.tool == "omp" and digest.record_type == "advisor":
+        return True  # a deleted advisor file leaves the ledger
+    if digest.format == "unavailable":
+        return True  # a placeholder for a missing store path, not a source
+    # The older prompt-history scheme keyed the file by its content hash.
+    return (
+        digest.record_type == "prompt-history"
+        and digest.tool in scanned_prompt_tools
+        and digest.session_hash == hash_identifier(digest.content_hash)
+    )
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def new_run_id(moment: datetime) -> str:
+    """Unique per run (the reference used the date alone, so a day's runs shared one id)."""
+    return f"kb-ingest-{moment.strftime('%Y%m%dT%H%M%S')}{moment.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(moment: datetime) -> str:
+    return iso_time(moment.timestamp() * 1000)
+
+
+def load_derived_filter(request: IngestRequest) -> tuple[Any, dict[str, Any], list[str]]:
+    """(filter or None, settings for the summary, warnings)."""
+    if not request.derived_filter or not request.config.derived.enabled:
+        return None, {"enabled": False, "reason": "disabled"}, [
+            "derived filter DISABLED: transcripts that quote the wiki's own pages are ingested as evidence"
+        ]
+    try:
+        from kbtools.derived.filter import DerivedFilter
+    except ImportError:  # pragma: no cover - the module ships with the package
+        return None, {"enabled": False, "reason": "unavailable"}, ["derived filter unavailable"]
+    derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold)
+    settings = dict(derived.settings)
+    settings.setdefault("enabled", True)
+    settings.setdefault("threshold", derived.threshold)
+    settings.setdefault("artifact_count", derived.artifact_count)
+    return derived, settings, list(derived.warnings)
+
+
+def discover(settings: SourceSettings) -> Iterator[SourceRef]:
+    from kbtools.ingest import sources
+
+    return sources.discover_all(settings)
+
+
+def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None = None) -> IngestSummary:
+    started = _now()
+    run_id = new_run_id(started)
+    run_at = _iso(started)
+    config = request.config
+    redactor = Redactor(config.redaction)
+    derived, derived_settings, warnings = load_derived_filter(request)
+    out = request.output_dir
+    lock = ledger.IngestLock(out) if request.write else None
+    prior = PriorState.load(out)
+    sink: LedgerSink = LedgerSink()
+    try:
+        if request.write:
+            ledger.remove_stale_temps(out)
+            sink = ledger.WriteSink(out, run_id)
+        ctx = ProcessContext(
+            settings=request.settings, redactor=redactor, derived=derived,
+            notes=NoteIndex.load(request.layout.note_root), prior=prior.by_identity,
+            max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
+        )
+        counts = Counts()
+        dedup = Deduplicator()
+        state = _RunState(run_id, request, sink, counts, dedup)
+        for ref in discover(request.settings):
+            counts.discovered += 1
+            outcome = process_unit(ref, ctx)
+            state.take(outcome, prior, run_at)
+            if counts.discovered % PARTIAL_EVERY == 0:
+                state.persist()
+            if progress is not None:
+                progress(counts.discovered)
+        scanned_prompt_tools = state.prompt_tools
+        for identity, group in prior.by_identity.items():
+            if identity in state.seen:
+                continue
+            for digest in group:
+                if _dropped_on_carry(digest, scanned_prompt_tools):
+                    continue
+                if request.prune:
+                    counts.pruned += 1
+                    continue
+                rows = prior_rows(prior, digest, run_at=run_at, status="skipped", skip_reason=NOT_SCANNED)
+                counts.carried_forward += 1
+                state.emit(rows, journal=False)
+        state.persist()
+        finished = _now()
+        summary = _summary(run_id, started, finished, request, counts, dedup, prior.malformed, derived_settings)
+        if request.write:
+            sink.commit()
+            _write_reports(request, summary, redactor)
+        return IngestSummary(summary, tuple(warnings))
+    except BaseException:
+        sink.abort()
+        raise
+    finally:
+        prior.close()
+        if lock is not None:
+            lock.release()
+
+
+class _RunState:
+    """What the loop accumulates: dedup, counts, journal cadence, seen identities."""
+
+    def __init__(self, run_id: str, request: IngestRequest, sink: LedgerSink, counts: Counts,
+                 dedup: Deduplicator) -> None:
+        self.run_id = run_id
+        self.request = request
+        self.sink = sink
+        self.counts = counts
+        self.dedup = dedup
+        self.seen: set[str] = set()
+        self.emitted: set[str] = set()
+        self.prompt_tools: set[str] = set()
+        self.last_key = ""
+        self.batches = 0
+
+    def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
+        if outcome.source_key in self.emitted:
+            return  # the same source (same identity and bytes) found twice, e.g. a copied file
+        if not outcome.failed:
+            # A failed read does not supersede what earlier runs kept of this source.
+            self.seen.add(outcome.identity)
+        if outcome.reuse is not None:
+            rows = prior_rows(prior, outcome.reuse, run_at=run_at, status="unchanged", skip_reason=None,
+                              created_at=outcome.created_at, updated_at=outcome.updated_at)
+            rows.manifest["source_key"] = outcome.source_key
+            # Unchanged rows are already in the prior ledgers: journal them only if they changed.
+            self.emit(rows, journal=rows.internal_dropped > 0)
+        else:
+            assert outcome.rows is not None
+            self.emit(outcome.rows, journal=True)
+        if outcome.rows is not None and outcome.rows.manifest["record_type"] == "prompt-history":
+            self.prompt_tools.add(outcome.rows.manifest["tool"])
+        self.last_key = outcome.source_key
+
+    def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        self.emitted.add(rows.manifest["source_key"])
+        for candidate in rows.candidates:
+            self.dedup.apply(candidate)
+        self.counts.internal_filtered += rows.internal_dropped
+        self.counts.add(rows)
+        self.sink.emit(rows, journal=journal)
+
+    def persist(self) -> None:
+        if not self.request.write:
+            return
+        self.sink.persist_partial()
+        self.batches += 1
+        c = self.counts
+        ledger.write_private_text(self.request.layout.checkpoint, "\n".join([
+            "# Current task", "",
+            f"- Run ID: {self.run_id}",
+            "- Status: parsing",
+            f"- Current batch: {c.discovered} source records",
+            f"- Resume cursor: {self.last_key}",
+            f"- Persisted batches: {self.batches}",
+            f"- Processed: {c.processed}",
+            f"- Candidates: {c.candidates}",
+            f"- Rejected: {c.rejected}",
+            f"- Failed: {c.failed}",
+            "- Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
+            "",
+        ]))
+
+
+def _summary(run_id: str, started: datetime, finished: datetime, request: IngestRequest, c: Counts,
+             dedup: Deduplicator, malformed: int, derived_settings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "started_at": _iso(started),
+        "finished_at": _iso(finished),
+        "dry_run": not request.write,
+        "discovered": c.discovered,
+        "processed": c.processed,
+        "unchanged": c.unchanged,
+        "skipped": c.skipped,
+        "failed": c.failed,
+        "candidates": c.candidates,
+        "rejected": c.rejected,
+        "duplicates": c.duplicates,
+        "duplicate_code_blocks": dedup.duplicate_code_blocks,
+        "duplicate_error_logs": dedup.duplicate_error_logs,
+        "errors": c.errors,
+        "derived_excluded": c.derived_excluded,
+        "internal_filtered": c.internal_filtered,
+        "truncated_sources": c.truncated_sources,
+        "carried_forward": c.carried_forward,
+        "pruned": c.pruned,
+        "malformed_prior_rows": malformed,
+        "redaction_version": REDACTION_VERSION,
+        "derived_filter": derived_settings,
+    }
+
+
+def _write_reports(request: IngestRequest, summary: dict[str, Any], redactor: Redactor) -> None:
+    labels = [
+        ("Run ID", "run_id"), ("Started", "started_at"), ("Finished", "finished_at"),
+        ("Discovered records", "discovered"), ("Processed", "processed"), ("Unchanged", "unchanged"),
+        ("Skipped", "skipped"), ("Failed", "failed"), ("Candidates", "candidates"), ("Rejected", "rejected"),
+        ("Exact duplicates", "duplicates"), ("Duplicate code blocks", "duplicate_code_blocks"),
+        ("Duplicate error logs", "duplicate_error_logs"), ("Errors", "errors"),
+        ("Derived excluded", "derived_excluded"), ("Internal text filtered", "internal_filtered"),
+        ("Truncated sources", "truncated_sources"), ("Carried forward", "carried_forward"),
+        ("Pruned", "pruned"), ("Malformed prior rows", "malformed_prior_rows"),
+        ("Redaction version", "redaction_version"),
+    ]
+    derived = summary["derived_filter"]
+    derived_line = (
+        f"enabled, threshold {derived.get('threshold')}, {derived.get('artifact_count', 0)} artifact(s)"
+        if derived.get("enabled") else "DISABLED"
+    )
+    lines = ["# KB ingest run summary", "", "- Status: parsed; synthesis pending", "- Dry run: no"]
+    lines += [f"- {label}: {summary[key]}" for label, key in labels]
+    lines += [f"- Derived filter: {derived_line}", ""]
+    text = redactor.redact("\n".join(lines)).text
+    ledger.write_private_text(request.output_dir / ledger.SUMMARY_FILE, text)
+    c = summary
+    ledger.write_private_text(request.layout.checkpoint, redactor.redact("\n".join([
+        "# Current task", "",
+        f"- Run ID: {c['run_id']}",
+        "- Status: parsing complete; synthesis pending",
+        f"- Discovered records: {c['discovered']}",
+        f"- Processed: {c['processed']}",
+        f"- Unchanged: {c['unchanged']}",
+        f"- Skipped: {c['skipped']}",
+        f"- Failed: {c['failed']}",
+        f"- Candidates: {c['candidates']}",
+        f"- Rejected: {c['rejected']}",
+        f"- Current batch: {c['discovered']}/{c['discovered']}",
+        "- Next action: review candidates and match existing knowledge",
+        "- Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
+        "",
+    ])).text)
