@@ -206,12 +206,8 @@ class JsonlScan:
         with open(self.path, "rb") as fh:
             self.stat_before = os.fstat(fh.fileno())
             readline = fh.readline
-            while True:
-                piece = readline(_PIECE)
-                if not piece:
-                    break
+            while piece := readline(_PIECE):
                 update(piece)
-                self.bytes_read += len(piece)
                 line_no += 1
                 if piece.endswith(b"\n") or len(piece) < _PIECE:
                     self.last_line_unterminated = not piece.endswith(b"\n")
@@ -222,33 +218,25 @@ class JsonlScan:
                     continue
                 # A long line: decide from its head before holding any more of it.
                 head = piece[:LINE_HEAD_BYTES].lstrip()
-                keep = wanted is None or wanted(head)
-                pieces = [piece] if keep else []
+                pieces: list[bytes] | None = [piece] if wanted is None or wanted(head) else None
                 size = len(piece)
                 ended = False
-                while True:
-                    piece = readline(_PIECE)
-                    if not piece:
-                        break
+                while not ended and (piece := readline(_PIECE)):
                     update(piece)
-                    self.bytes_read += len(piece)
                     size += len(piece)
                     ended = piece.endswith(b"\n")
-                    if keep:
-                        if size > self.max_line:
-                            keep = False
-                            pieces = []
-                            self.issues.note("overlong", line_no)
-                        else:
-                            pieces.append(piece)
-                    if ended:
-                        break
+                    if pieces is not None and size > self.max_line:
+                        pieces = None
+                        self.issues.note("overlong", line_no)
+                    elif pieces is not None:
+                        pieces.append(piece)
                 self.last_line_unterminated = not ended
                 self.last_line_no = line_no
-                if keep:
+                if pieces is not None:
                     yield line_no, b"".join(pieces).strip(), True
                 else:
                     yield line_no, head, False
+            self.bytes_read = fh.tell()
         try:
             self.stat_after = os.stat(self.path)
         except OSError:
