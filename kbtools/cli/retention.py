@@ -1,9 +1,235 @@
-"""`kb retention`."""
+"""`kb retention check OLD NEW` · `kb retention check --staged` · `kb retention probe [REV_RANGE]`."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
 import typer
+
+from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
+from kbtools.errors import ExitCode, KbError
+
+if TYPE_CHECKING:
+    from kbtools.retention.gate import Threshold, Verdict
+    from kbtools.retention.history import ProbeReport, StagedReport
+    from kbtools.retention.taxonomy import Identifier
+
+ThresholdOption = Annotated[
+    Optional[int],
+    typer.Option(
+        "--threshold",
+        help="Refuse at this many lost identifiers; 0 warns only "
+        "(default: KB_IDENTIFIER_LOSS_REFUSE, then .kb.yaml retention.refuse, then 3).",
+    ),
+]
+
+REFUSAL_HINT = (
+    "identifier-retention: put the identifiers back (moving them is fine), or commit with a higher "
+    "--threshold / KB_IDENTIFIER_LOSS_REFUSE if dropping them is intended"
+)
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    retention = typer.Typer(
+        help="Identifier-retention gate: a rewrite of a note may not silently drop the identifiers "
+        "(paths, shas, dates, versions, URLs, ...) that anchor it.",
+        no_args_is_help=True,
+    )
+
+    @retention.command("check")
+    def check(
+        old: Annotated[Optional[str], typer.Argument(
+            help="The previous version (a file; '-' or a missing file: a new page, never refused).",
+            show_default=False)] = None,
+        new: Annotated[Optional[str], typer.Argument(
+            help="The rewritten version (a file; '-' reads standard input).", show_default=False)] = None,
+        staged: Annotated[bool, typer.Option(
+            "--staged", help="Check every staged modified or renamed note against HEAD (the hook).")] = False,
+        threshold: ThresholdOption = None,
+        fmt: FormatOption = "text",
+        root: RootOption = None,
+    ) -> int:
+        """Warn when a rewrite drops identifiers; refuse (exit 1) at the threshold."""
+        check_format(fmt, ("text", "json"))
+        if staged and (old is not None or new is not None):
+            raise typer.BadParameter("give either OLD NEW or --staged, not both", param_hint="--staged")
+        if not staged and (old is None or new is None):
+            raise typer.BadParameter("give OLD and NEW, or --staged", param_hint="OLD NEW")
+        from kbtools.retention.gate import extractor_for, resolve_threshold
+
+        config, layout = open_kb(root)
+        limit = resolve_threshold(threshold, config)
+        _warn_threshold(limit)
+        if staged:
+            from kbtools.retention.history import check_staged
+
+            report = check_staged(layout, threshold=limit.value, extractor=extractor_for(config))
+            _render_staged(report, limit, fmt)
+            return int(ExitCode.FINDINGS if report.refused else ExitCode.OK)
+
+        from kbtools.retention.gate import grade
+
+        assert old is not None and new is not None
+        old_text = _read_old(old)
+        new_text = _read_new(new)
+        verdict = grade(old_text, new_text, threshold=limit.value, extractor=extractor_for(config))
+        _render_pair(verdict, limit, old, new, fmt)
+        return int(ExitCode.FINDINGS if verdict.refused else ExitCode.OK)
+
+    @retention.command("probe")
+    def probe(
+        rev_range: Annotated[str, typer.Argument(
+            help="Commits to replay, as git log takes them (default: all of HEAD).")] = "HEAD",
+        threshold: ThresholdOption = None,
+        fmt: FormatOption = "text",
+        root: RootOption = None,
+    ) -> int:
+        """Replay the gate over the history of the notes: |lost| per rewrite, refusal rate at 1-5."""
+        check_format(fmt, ("text", "json"))
+        from kbtools.retention.gate import extractor_for, resolve_threshold
+        from kbtools.retention.history import probe as run_probe
+
+        config, layout = open_kb(root)
+        limit = resolve_threshold(threshold, config)
+        _warn_threshold(limit)
+        report = run_probe(layout, rev_range, extractor=extractor_for(config))
+        _render_probe(report, limit.value, fmt)
+        return int(ExitCode.OK)
+
+    app.add_typer(retention, name="retention")
+
+
+# ---------------------------------------------------------------------------
+# Input
+
+
+def _read_old(name: str) -> str | None:
+    if name == "-":
+        return None
+    path = Path(name)
+    if not path.exists():
+        print(f"kb: notice: {name} does not exist: checked as a new page", file=sys.stderr)
+        return None
+    return _read(path)
+
+
+def _read_new(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    return _read(Path(name))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except IsADirectoryError:
+        raise KbError("is a folder, not a page", str(path)) from None
+    except OSError as exc:
+        raise KbError(f"cannot read page: {exc.strerror or exc}", str(path)) from None
+
+
+# ---------------------------------------------------------------------------
+# Output
+
+
+def _warn_threshold(limit: Threshold) -> None:
+    if limit.warning:
+        print(f"kb: warning: {limit.warning}", file=sys.stderr)
+
+
+def _detail(lost: tuple[Identifier, ...]) -> list[dict[str, str]]:
+    return [{"text": i.text, "kind": i.kind, "key": i.key} for i in lost]
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "lost": [i.text for i in verdict.lost],
+        "lost_detail": _detail(verdict.lost),
+        "kept": verdict.kept,
+        "new_page": verdict.new_page,
+        "refused": verdict.refused,
+    }
+
+
+def _render_pair(verdict: Verdict, limit: Threshold, old: str, new: str, fmt: str) -> None:
+    if fmt == "json":
+        doc = {"old": old, "new": new, **_verdict_json(verdict), "threshold": limit.value,
+               "threshold_source": limit.source}
+        print(json.dumps(doc, ensure_ascii=False))
+        return
+    message = verdict.message(new)
+    if message:
+        print(message, file=sys.stderr)
+    if verdict.refused:
+        print(REFUSAL_HINT, file=sys.stderr)
+
+
+def _render_staged(report: StagedReport, limit: Threshold, fmt: str) -> None:
+    if fmt == "json":
+        doc = {
+            "lost": sorted({i.text for p in report.pages for i in p.verdict.lost}),
+            "refused": report.refused,
+            "threshold": limit.value,
+            "threshold_source": limit.source,
+            "pages": [
+                {"path": p.change.path, "old_path": p.change.old_path, **_verdict_json(p.verdict)}
+                for p in report.pages
+            ],
+            "deleted": [{"path": d.path, "identifiers": d.identifiers} for d in report.deleted],
+            "new_pages": list(report.new_pages),
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return
+    for page in report.pages:
+        message = page.verdict.message(page.change.label)
+        if message:
+            print(message, file=sys.stderr)
+    for gone in report.deleted:
+        if gone.identifiers:
+            print(
+                f"identifier-retention: {gone.path} is deleted with {gone.identifiers} identifier(s) "
+                "(warning: a deletion is not graded)",
+                file=sys.stderr,
+            )
+    if report.refused:
+        print(REFUSAL_HINT, file=sys.stderr)
+
+
+def _render_probe(report: ProbeReport, current: int, fmt: str) -> None:
+    from kbtools.retention.history import PROBE_THRESHOLDS
+
+    if fmt == "json":
+        doc = {
+            "rev_range": report.rev_range,
+            "rewrites": report.rewrites,
+            "histogram": {str(k): v for k, v in report.histogram.items()},
+            "refusals": {str(t): report.refusals(t) for t in PROBE_THRESHOLDS},
+            "refusal_rate": {str(t): round(report.refusal_rate(t), 4) for t in PROBE_THRESHOLDS},
+            "threshold": current,
+            "lossy": [
+                {"commit": r.commit, "path": r.path, "old_path": r.old_path, "lost": [i.text for i in r.lost]}
+                for r in report.lossy
+            ],
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return
+    total = report.rewrites
+    print(f"identifier-retention probe over {report.rev_range}: {total} note rewrite(s)")
+    if not total:
+        return
+    print("|lost|  rewrites   share")
+    for lost, n in report.histogram.items():
+        print(f"{lost:>6}  {n:>8}  {n / total:>6.1%}")
+    print("threshold  refuses    rate")
+    for t in PROBE_THRESHOLDS:
+        mark = "  (current)" if t == current else ""
+        print(f"{t:>9}  {report.refusals(t):>7}  {report.refusal_rate(t):>6.1%}{mark}")
+    if report.lossy:
+        print("largest losses:")
+        for rewrite in report.lossy[:10]:
+            names = ", ".join(i.text for i in rewrite.lost[:5])
+            more = f", +{len(rewrite.lost) - 5} more" if len(rewrite.lost) > 5 else ""
+            print(f"  {len(rewrite.lost):>3}  {rewrite.commit[:10]}  {rewrite.path}: {names}{more}")

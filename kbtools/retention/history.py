@@ -1,0 +1,285 @@
+"""The git side of the gate: staged note rewrites against HEAD, and the probe over history.
+
+Both read ``--raw`` diffs, which name the old and new blob of every change, and
+fetch blob contents through one ``git cat-file --batch`` process, so a probe
+over thousands of rewrites costs one git process, not thousands.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from kbtools.errors import KbError
+from kbtools.gitio import GitFailed, git, git_bytes
+from kbtools.kb.layout import Layout
+from kbtools.retention.gate import Verdict, grade
+from kbtools.retention.taxonomy import Identifier, Taxonomy
+
+NOTE_SUFFIXES = (".md", ".mdx")  # the note root also holds the artifact manifest
+PROBE_THRESHOLDS = (1, 2, 3, 4, 5)
+_NULL_BLOB = "0" * 40
+
+
+@dataclass(frozen=True)
+class NoteChange:
+    """One changed note, as `git diff --raw` reports it."""
+
+    status: str  # M, R, D, A, T (first letter of git's status)
+    old_path: str | None
+    new_path: str | None
+    old_blob: str | None
+    new_blob: str | None
+    commit: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+    @property
+    def label(self) -> str:
+        if self.status == "R" and self.old_path != self.new_path:
+            return f"{self.old_path} -> {self.new_path}"
+        return self.path
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    change: NoteChange
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class DeletedNote:
+    path: str
+    identifiers: int  # how many identifiers went with it
+
+
+@dataclass(frozen=True)
+class StagedReport:
+    threshold: int
+    pages: tuple[PageCheck, ...] = ()
+    deleted: tuple[DeletedNote, ...] = ()
+    new_pages: tuple[str, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return any(p.verdict.refused for p in self.pages)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    commit: str
+    path: str
+    old_path: str
+    lost: tuple[Identifier, ...]
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    rev_range: str
+    rewrites: int
+    histogram: dict[int, int] = field(default_factory=dict)  # |lost| -> number of rewrites
+    lossy: tuple[Rewrite, ...] = ()  # rewrites that lost something, worst first
+
+    def refusals(self, threshold: int) -> int:
+        return sum(n for lost, n in self.histogram.items() if lost >= threshold)
+
+    def refusal_rate(self, threshold: int) -> float:
+        return self.refusals(threshold) / self.rewrites if self.rewrites else 0.0
+
+
+# ---------------------------------------------------------------------------
+# Reading blobs
+
+
+class BlobReader:
+    """Blob contents by object id through one `git cat-file --batch` process."""
+
+    def __init__(self, cwd: Path) -> None:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        try:
+            self._proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, env=env,
+            )
+        except OSError as exc:
+            raise KbError("git is not available", str(exc)) from None
+
+    def text(self, blob: str) -> str | None:
+        """Decoded contents, or None for a missing object (or the null id of an absent side)."""
+        if not blob or blob == _NULL_BLOB:
+            return None
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(blob.encode("ascii") + b"\n")
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().split()
+        if len(header) != 3:
+            return None
+        data = self._proc.stdout.read(int(header[2]) + 1)[:-1]
+        return data.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+    def __enter__(self) -> BlobReader:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------
+# Diffs
+
+
+def parse_raw_diff(output: str) -> Iterator[NoteChange]:
+    """Parse `--raw -z` output; in `git log` output a commit starts with \\x01<sha>."""
+    tokens = output.split("\0")
+    commit: str | None = None
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip("\n")
+        i += 1
+        if token.startswith("\x01"):
+            commit = token[1:].strip()
+        elif token.startswith(":"):
+            fields = token[1:].split()
+            if len(fields) < 5:
+                continue
+            old_blob, new_blob, status = fields[2], fields[3], fields[4][0]
+            if status in "RC":
+                old_path, new_path = tokens[i], tokens[i + 1]
+                i += 2
+            else:
+                old_path = new_path = tokens[i]
+                i += 1
+            yield NoteChange(
+                status=status,
+                old_path=None if status == "A" else old_path,
+                new_path=None if status == "D" else new_path,
+                old_blob=None if status == "A" else old_blob,
+                new_blob=None if status == "D" else new_blob,
+                commit=commit,
+            )
+
+
+def _is_note(change: NoteChange) -> bool:
+    return change.path.endswith(NOTE_SUFFIXES)
+
+
+def _note_pathspec(layout: Layout) -> str:
+    return layout.rel(layout.note_root)
+
+
+def _has_head(root: Path) -> bool:
+    try:
+        git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], root)
+    except GitFailed:
+        return False
+    return True
+
+
+def _require_repo(root: Path) -> None:
+    try:
+        git(["rev-parse", "--git-dir"], root)
+    except GitFailed:
+        raise KbError("not a git repository", str(root)) from None
+
+
+def staged_changes(layout: Layout) -> list[NoteChange]:
+    """Every staged change to a note against HEAD (an unborn HEAD: every note is new)."""
+    _require_repo(layout.root)
+    pathspec = _note_pathspec(layout)
+    if not _has_head(layout.root):
+        names = git(["ls-files", "-z", "--", pathspec], layout.root)
+        return [NoteChange("A", None, p, None, None) for p in names.split("\0") if p.endswith(NOTE_SUFFIXES)]
+    out = git_bytes(
+        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "HEAD",
+         "--", pathspec],
+        layout.root,
+    ).decode("utf-8", "surrogateescape")
+    return [c for c in parse_raw_diff(out) if _is_note(c)]
+
+
+def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> StagedReport:
+    """Grade every staged modified or renamed note against its HEAD version."""
+    pages: list[PageCheck] = []
+    deleted: list[DeletedNote] = []
+    new_pages: list[str] = []
+    changes = staged_changes(layout)
+    if not changes:
+        return StagedReport(threshold)
+    with BlobReader(layout.root) as blobs:
+        for change in changes:
+            if change.status == "A":
+                new_pages.append(change.path)
+            elif change.status == "D":
+                old = blobs.text(change.old_blob or "")
+                deleted.append(DeletedNote(change.path, len(extractor.extract(old))))
+            else:
+                old = blobs.text(change.old_blob or "")
+                new = blobs.text(change.new_blob or "")
+                verdict = grade(old, new or "", threshold=threshold, extractor=extractor)
+                pages.append(PageCheck(change, verdict))
+    return StagedReport(threshold, tuple(pages), tuple(deleted), tuple(new_pages))
+
+
+# ---------------------------------------------------------------------------
+# The probe
+
+
+def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
+    """Every modification or rename of a note in the commits of ``rev_range``."""
+    _require_repo(layout.root)
+    if not _has_head(layout.root) and rev_range == "HEAD":
+        return
+    try:
+        out = git_bytes(
+            ["log", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "--diff-filter=MRT",
+             "--format=%x01%H", rev_range, "--", _note_pathspec(layout)],
+            layout.root,
+        ).decode("utf-8", "surrogateescape")
+    except GitFailed as exc:
+        raise KbError(f"cannot read history: {exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else exc}",
+                      rev_range) from None
+    for change in parse_raw_diff(out):
+        if _is_note(change):
+            yield change
+
+
+def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport:
+    """Replay the gate over every note rewrite in ``rev_range``: the |lost| histogram."""
+    histogram: Counter[int] = Counter()
+    lossy: list[Rewrite] = []
+    cache: dict[str, frozenset[Identifier]] = {}  # a blob is the new side of one rewrite, the old of the next
+
+    def identifiers(blob: str | None, reader: BlobReader) -> frozenset[Identifier]:
+        if not blob:
+            return frozenset()
+        if blob not in cache:
+            cache[blob] = extractor.extract(reader.text(blob))
+        return cache[blob]
+
+    with BlobReader(layout.root) as blobs:
+        for change in history_rewrites(layout, rev_range):
+            lost = identifiers(change.old_blob, blobs) - identifiers(change.new_blob, blobs)
+            histogram[len(lost)] += 1
+            if lost:
+                lossy.append(Rewrite(
+                    commit=change.commit or "", path=change.path, old_path=change.old_path or change.path,
+                    lost=tuple(sorted(lost, key=lambda i: (i.text, i.key))),
+                ))
+    lossy.sort(key=lambda r: -len(r.lost))
+    return ProbeReport(rev_range, sum(histogram.values()), dict(sorted(histogram.items())), tuple(lossy))
