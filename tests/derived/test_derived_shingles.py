@@ -1,0 +1,66 @@
+"""Normaliser and shingle hash: what reformatting must not change, and values stable across processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtools.derived.normalise import strip_frontmatter, tokens
+from kbtools.derived.shingles import (
+    BUILTIN_HASH, from_hex, reference_shingle_hash, shingle_hashes, to_hex, word_ids,
+)
+
+IDS = st.integers(min_value=0, max_value=(1 << 61) - 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(IDS, min_size=5, max_size=5))
+def test_derived_filter_shingle_hash_equals_written_out_reference(ids: list[int]) -> None:
+    assert BUILTIN_HASH
+    assert hash(tuple(ids)) == reference_shingle_hash(ids)
+    assert from_hex(to_hex(reference_shingle_hash(ids))) == reference_shingle_hash(ids)
+
+
+def test_derived_filter_shingle_hashes_stable_across_processes() -> None:
+    """Persisted in the manifest, so no per-process salt may leak in (str hashes are salted)."""
+    words = tokens("The writer does not block readers, and readers do not block the writer.")
+    here = shingle_hashes(words)
+    code = (
+        "from kbtools.derived.normalise import tokens; from kbtools.derived.shingles import shingle_hashes;"
+        "print(shingle_hashes(tokens('The writer does not block readers, and readers do not block the writer.')))"
+    )
+    for seed in ("1", "12345"):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+        ).stdout
+        assert out.strip() == str(here)
+
+
+def test_derived_filter_word_ids_below_the_hash_modulus() -> None:
+    ids = word_ids(["alpha", "beta", "日", "über"] * 3)
+    assert all(0 <= i < (1 << 61) - 1 for i in ids)
+    assert ids[:4] == ids[4:8]
+
+
+def test_derived_filter_normaliser_strips_layout_not_words() -> None:
+    markdown = (
+        "## Steps\n\n1. **Freeze** the _state_\n2) then read [the docs](https://docs.example/wal_mode)\n"
+        "```python\nprint('x')\n```\n    indented   line\n> quoted\n| a | b |\n"
+    )
+    assert tokens(markdown) == [
+        "steps", "freeze", "the", "state", "then", "read", "the", "docs", "https", "docs", "example", "wal",
+        "mode", "print", "x", "indented", "line", "quoted", "a", "b",
+    ]
+    assert tokens("ＷＡＬ Mode ﬁle") == ["wal", "mode", "file"]  # NFKC, then lower case
+    assert tokens("日本語") == ["日", "本", "語"]  # no spaces to split on: one token per character
+    assert tokens("version 2.1 of it") == ["version", "2", "1", "of", "it"]  # only a line-start number is a marker
+
+
+def test_derived_filter_frontmatter_stripped_only_at_the_top() -> None:
+    assert strip_frontmatter("---\nkind: concept\nsources: [a]\n---\n# Body\n") == "# Body\n"
+    assert strip_frontmatter("# Body\n---\nnot: frontmatter\n---\n") == "# Body\n---\nnot: frontmatter\n---\n"
+    assert strip_frontmatter("---\nunterminated\n") == "---\nunterminated\n"
