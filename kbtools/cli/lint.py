@@ -1,9 +1,92 @@
-"""`kb lint`."""
+"""`kb lint`: every check of SPEC §3; text, JSON or GitHub annotations."""
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
 import typer
+
+from kbtools.cli.common import RootOption
+
+FORMATS = ("text", "json", "github")
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    @app.command("lint")
+    def lint(
+        staged: Annotated[bool, typer.Option("--staged", help="Compare the index with HEAD (the pre-commit hook).")] = False,
+        since: Annotated[Optional[str], typer.Option(
+            "--since", metavar="REV", help="Check every commit of REV..HEAD (for CI).")] = None,
+        only: Annotated[Optional[str], typer.Option(
+            "--only", metavar="FAMILY[,FAMILY]", help="Only these families: raw, notes, index-log, secrets.")] = None,
+        output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
+        root: RootOption = None,
+    ) -> int:
+        """Check the raw manifest, note metadata and links, the index and the log, and secrets."""
+        from kbtools.cli.common import check_format, open_kb
+        from kbtools.lint.engine import FAMILIES, LintMode, run_lint
+
+        check_format(output_format, FORMATS)
+        if staged and since is not None:
+            raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
+        families = _families(only, FAMILIES)
+        _, layout = open_kb(root)
+        report = run_lint(layout, LintMode(staged=staged, since=since), families)
+        for notice in report.notices:
+            typer.echo(notice, err=True)
+        typer.echo(render(report, output_format), err=output_format == "text" and not report.ok, nl=False)
+        return 0 if report.ok else 1
+
+
+def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
+    if only is None:
+        return known
+    chosen = tuple(dict.fromkeys(f.strip() for f in only.split(",") if f.strip()))
+    unknown = [f for f in chosen if f not in known]
+    if unknown or not chosen:
+        raise typer.BadParameter(
+            f"unknown family '{unknown[0] if unknown else only}' (known: {', '.join(known)})", param_hint="--only"
+        )
+    return chosen
+
+
+def render(report: object, output_format: str) -> str:
+    """The report as text (reference wording), JSON, or GitHub annotations."""
+    from kbtools.lint.engine import LintReport
+
+    assert isinstance(report, LintReport)
+    if output_format == "json":
+        import json
+
+        payload = {
+            "ok": report.ok,
+            "problems": [
+                {"check": p.check, "message": p.message, "path": p.path, "line": p.line} for p in report.problems
+            ],
+            "counts": {"problems": len(report.problems), "raw": report.raw_count, "notes": report.note_count},
+            "notices": list(report.notices),
+        }
+        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    if output_format == "github":
+        return "".join(_annotation(p.path, p.line, p.message) for p in report.problems)
+    if report.ok:
+        return (f"KB lint passed: {report.raw_count} raw source(s), {report.note_count} wiki page(s), "
+                "canonical index/log present.\n")
+    count = len(report.problems)
+    lines = [f"KB lint failed ({count} issue{'' if count == 1 else 's'})"]
+    lines += [f"- {p.message}" for p in report.problems]
+    return "\n".join(lines) + "\n"
+
+
+def _annotation(path: str | None, line: int | None, message: str) -> str:
+    # GitHub workflow commands: % \r \n in data, and also : , in properties, are escaped.
+    def prop(value: str) -> str:
+        return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+
+    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    props = []
+    if path:
+        props.append(f"file={prop(path)}")
+    if line:
+        props.append(f"line={line}")
+    return f"::error {','.join(props)}::{data}\n" if props else f"::error::{data}\n"

@@ -175,7 +175,8 @@ class Kb:
         path.write_text(note_text(slug, title=title, kind=kind, status=status, sources=sources, related=related,
                                   list_style=list_style, body=body, extra=extra), encoding="utf-8")
         if locale == self.locale:
-            self.notes[slug] = {"title": title or slug.replace("-", " ").title(), "status": status, "kind": kind}
+            plain_status = status.strip("\"'") if status else status  # a quoted YAML status is the same status
+            self.notes[slug] = {"title": title or slug.replace("-", " ").title(), "status": plain_status, "kind": kind}
         return path
 
     def write_index(self, *, skip_notes: Sequence[str] = (), skip_raw: Sequence[str] = ()) -> Path:

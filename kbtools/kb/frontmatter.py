@@ -1,0 +1,211 @@
+"""Markdown frontmatter: split the ``---`` block, parse it as YAML, never crash.
+
+A file "has frontmatter" when its first line is ``---``; the block ends at the
+next line that is exactly ``---``. Any list style YAML allows (double- or
+single-quoted flow lists, plain flow lists, block lists) parses the same.
+
+Speed matters (a lint reads 12,000 of these): the block is parsed by
+ruamel.yaml's C parser and composer, and the node tree is turned into Python
+values by a small constructor that keeps dates and numbers as their text —
+lint only asks "present?", "which string?", "which list?", and a date that is
+not a valid calendar date must not break anything. A block that uses tags,
+anchors, aliases or merge keys goes through ruamel's full safe constructor
+instead. Without the C extension the pure-Python safe loader is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Frontmatter", "FrontmatterError", "load_yaml_mapping", "parse_frontmatter", "split_frontmatter"]
+
+_FENCE = "---"
+# YAML 1.2 core schema: the plain scalars that are not strings for our purposes.
+_PLAIN_CONSTANTS: dict[str, Any] = {
+    "": None, "~": None, "null": None, "Null": None, "NULL": None,
+    "true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False,
+}
+
+
+class FrontmatterError(ValueError):
+    """The file's frontmatter cannot be read; ``reason`` says why in a few words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """Parsed frontmatter of one file.
+
+    ``fields`` is empty when the file has no frontmatter (``present`` False).
+    ``body_line`` is the 1-based line number where the body starts.
+    """
+
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    present: bool = False
+    body: str = ""
+    body_line: int = 1
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 text of a file, or FrontmatterError for binary / invalid UTF-8 content."""
+    if b"\x00" in data:
+        raise FrontmatterError("binary file, not UTF-8 text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"not valid UTF-8 (byte {exc.start})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str, int]:
+    """``(block, body, body_line)``; block is None when the file has no frontmatter.
+
+    Raises FrontmatterError when the opening ``---`` is never closed.
+    """
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    if first.rstrip() != _FENCE:
+        return None, text, 1
+    pos = first_end + 1 if first_end >= 0 else len(text)
+    line_no = 2
+    while pos < len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line.rstrip() == _FENCE:
+            body_start = len(text) if end < 0 else end + 1
+            return text[first_end + 1:pos], text[body_start:], line_no + 1
+        if end < 0:
+            break
+        pos = end + 1
+        line_no += 1
+    raise FrontmatterError("frontmatter has no closing ---")
+
+
+def parse_frontmatter(data: bytes | str) -> Frontmatter:
+    """Bytes (or text) of a Markdown file → Frontmatter; FrontmatterError on bad input."""
+    text = decode_text(data) if isinstance(data, bytes) else data
+    block, body, body_line = split_frontmatter(text)
+    if block is None:
+        return Frontmatter(fields={}, present=False, body=body, body_line=body_line)
+    return Frontmatter(fields=load_yaml_mapping(block, first_line=2), present=True, body=body, body_line=body_line)
+
+
+def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
+    """A YAML document that must be a mapping (or empty) → dict; FrontmatterError otherwise.
+
+    ``first_line`` is the file line of the block's first line, for error messages.
+    """
+    if not block.strip():
+        return {}
+    try:
+        if _CParser is not None and not _needs_full_constructor(block):
+            data = _lean_load(block)
+        else:
+            data = _full_load(block)
+    except FrontmatterError:
+        raise
+    except Exception as exc:  # ruamel raises many types (scanner, parser, constructor, value errors)
+        raise FrontmatterError(f"invalid YAML: {_yaml_problem(exc, first_line)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise FrontmatterError(f"frontmatter is a {type(data).__name__}, not a mapping")
+    return {str(k): v for k, v in data.items()}
+
+
+def _yaml_problem(exc: Exception, first_line: int) -> str:
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {first_line + mark.line})"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _needs_full_constructor(block: str) -> bool:
+    # Tags, anchors/aliases and merge keys have semantics the lean constructor skips.
+    return "!" in block or "&" in block or "*" in block or "<<" in block
+
+
+try:  # the C extension ships with ruamel.yaml.clib on CPython
+    from _ruamel_yaml import CParser as _CParser
+except ImportError:  # pragma: no cover - pure-Python fallback
+    _CParser = None
+
+
+if _CParser is not None:
+
+    class _LeanParser(_CParser):  # type: ignore[misc, valid-type]
+        """C parser + composer; implicit tags are left unresolved (the constructor decides)."""
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
+            return None
+
+        def descend_resolver(self, parent: Any, index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
+
+
+def _lean_load(block: str) -> Any:
+    parser = _LeanParser(block)
+    try:
+        node = parser.get_single_node()
+    finally:
+        parser.dispose()
+    return None if node is None else _construct(node)
+
+
+def _construct(node: Any) -> Any:
+    from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+    if isinstance(node, ScalarNode):
+        # The C composer marks plain scalars with an empty style.
+        return node.value if node.style else _PLAIN_CONSTANTS.get(node.value, node.value)
+    if isinstance(node, MappingNode):
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _construct(key_node)
+            if isinstance(key, (dict, list)):
+                raise FrontmatterError("invalid YAML: a mapping key must be a scalar")
+            if key in result:
+                raise FrontmatterError(f"invalid YAML: duplicate key '{key}'")
+            result[key] = _construct(value_node)
+        return result
+    return [_construct(item) for item in node.value]
+
+
+_FULL_LOADER: Any = None
+
+
+def _full_load(block: str) -> Any:
+    loader = _full_loader_class()(block)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _full_loader_class() -> Any:
+    """ruamel's safe loader (C-backed when available) that keeps timestamps as text."""
+    global _FULL_LOADER
+    if _FULL_LOADER is None:
+        if _CParser is not None:
+            from ruamel.yaml.cyaml import CSafeLoader as base
+        else:  # pragma: no cover
+            from ruamel.yaml.loader import SafeLoader as base
+
+        class _TextDatesLoader(base):  # type: ignore[misc, valid-type]
+            pass
+
+        _TextDatesLoader.add_constructor(
+            "tag:yaml.org,2002:timestamp", lambda loader, node: str(loader.construct_scalar(node))
+        )
+        _FULL_LOADER = _TextDatesLoader
+    return _FULL_LOADER

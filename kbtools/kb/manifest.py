@@ -1,0 +1,166 @@
+"""The raw manifest (``.manifest.sha256``): one line per raw file, append-only.
+
+A line is ``<64 lowercase hex sha256><space(s)><path relative to the raw root>``
+(the two-space ``sha256sum`` format parses too). The hash is over the file
+**bytes**. A path must stay inside the raw root: no ``..``, no absolute path and
+no symlink that leads out — such a line is reported and the file behind it is
+never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from kbtools.errors import KbError
+from kbtools.kb.layout import Layout
+
+__all__ = [
+    "Manifest", "ManifestEntry", "ManifestIssue", "append_manifest_line", "manifest_line", "parse_manifest",
+    "read_manifest", "sha256_bytes", "sha256_file", "unsafe_path_reason",
+]
+
+_LINE = re.compile(r"([0-9a-f]{64})[ \t]+(\S.*)")
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    line_no: int  # 1-based
+    line: str
+    sha: str
+    rel: str  # POSIX, relative to the raw root
+
+
+@dataclass(frozen=True)
+class ManifestIssue:
+    line_no: int
+    line: str
+    reason: str  # "not '<sha256> <path>'", "duplicate path", "path leaves the raw root", ...
+    rel: str | None = None  # the path the line names, when it has the right shape
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Well-formed, safe entries (first occurrence of each path wins) and the lines that are not."""
+
+    entries: tuple[ManifestEntry, ...]
+    issues: tuple[ManifestIssue, ...]
+    lines: tuple[str, ...]  # every non-blank line, in file order (for append-only checks)
+
+    def sha_by_rel(self) -> dict[str, str]:
+        return {e.rel: e.sha for e in self.entries}
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes (read in one go: raw files are small, and it is faster)."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def manifest_line(rel: str, sha: str) -> str:
+    return f"{sha} {rel}"
+
+
+def unsafe_path_reason(rel: str, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> str | None:
+    """Why ``rel`` may not appear in the manifest, or None if it is a safe relative path.
+
+    With ``raw_root``, a path through a symlink that resolves outside the raw root is
+    unsafe. ``symlinks`` (POSIX paths relative to the raw root, as found by a scan)
+    lets the caller skip the file system for paths that cross no symlink.
+    """
+    if "\\" in rel:
+        return "path uses backslashes"
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or re.match(r"[A-Za-z]:", rel):
+        return "absolute path"
+    if any(part in ("..", ".") for part in rel.split("/")) or "//" in rel:
+        return "path leaves the raw root" if ".." in rel.split("/") else "path is not normalised"
+    if raw_root is None:
+        return None
+    if symlinks is not None:
+        prefixes = ["/".join(pure.parts[: i + 1]) for i in range(len(pure.parts))]
+        if not any(p in symlinks for p in prefixes):
+            return None
+    root = os.path.realpath(raw_root)
+    target = os.path.realpath(os.path.join(root, rel))
+    if target != root and not target.startswith(root + os.sep):
+        return "symlink leads out of the raw root"
+    return None
+
+
+def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> Manifest:
+    """Manifest text → entries and issues (malformed, duplicate or unsafe lines)."""
+    entries: list[ManifestEntry] = []
+    issues: list[ManifestIssue] = []
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line_no, raw_line in enumerate(text.split("\n"), start=1):
+        line = raw_line.rstrip()
+        if not line:
+            continue
+        lines.append(line)
+        match = _LINE.fullmatch(line)
+        if match is None:
+            issues.append(ManifestIssue(line_no, line, "not '<sha256> <path>'"))
+            continue
+        sha, rel = match.group(1), match.group(2)
+        reason = unsafe_path_reason(rel, raw_root, symlinks)
+        if reason is None and rel in seen:
+            reason = "duplicate path"
+        if reason is not None:
+            issues.append(ManifestIssue(line_no, line, reason, rel))
+            continue
+        seen.add(rel)
+        entries.append(ManifestEntry(line_no, line, sha, rel))
+    return Manifest(tuple(entries), tuple(issues), tuple(lines))
+
+
+def read_manifest(path: Path, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> Manifest | None:
+    """Parse the manifest file, or None if it does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return parse_manifest(data.decode("utf-8", "surrogateescape"), raw_root, symlinks)
+
+
+def append_manifest_line(layout: Layout, rel: str, sha: str) -> bool:
+    """Append ``<sha> <rel>`` to the raw manifest of ``layout`` (a Layout); never rewrite a line.
+
+    Returns False when the identical line is already there (nothing written). Raises
+    KbError when ``rel`` is unsafe, ``sha`` is not 64 lowercase hex, or ``rel`` is already
+    registered with another hash (evidence is immutable: add a new file instead).
+    """
+    path, raw_root = layout.raw_manifest, layout.raw_root
+    if not _SHA.fullmatch(sha):
+        raise KbError(f"not a sha256: {sha!r}", str(path))
+    reason = unsafe_path_reason(rel, raw_root)
+    if reason is not None:
+        raise KbError(f"cannot register {rel!r}: {reason}", str(path))
+    existing = read_manifest(path)
+    if existing is not None:
+        known = existing.sha_by_rel().get(rel)
+        if known == sha:
+            return False
+        if known is not None:
+            raise KbError(f"{rel} is already registered with another hash; raw evidence is immutable", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab+") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":  # a hand-edited file without a final newline
+                fh.write(b"\n")
+        fh.write((manifest_line(rel, sha) + "\n").encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True

@@ -1,0 +1,83 @@
+"""Find the raw sources and notes of a knowledge base, and name them by slug.
+
+A layer (raw or note) holds ``<locale>/<slug>.md`` files. The slug is the path
+under the locale folder without ``.md`` (for the usual flat layout, the file's
+base name); a file directly under the layer root has no locale ("") and is
+visible from every locale.
+
+Skipped, like the site generator skips them: files and folders whose name
+starts with ``_`` (drafts) or ``.`` (the manifest, editor files). Folder
+symlinks are never entered; file symlinks are listed, and also reported in
+``symlinks`` so that callers can refuse to read one that leads outside.
+Results are sorted by path, so every report comes out in a stable order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["KbFile", "Layer", "scan_layer"]
+
+MARKDOWN_SUFFIX = ".md"
+
+
+@dataclass(frozen=True)
+class KbFile:
+    rel: str  # POSIX path relative to the layer root, e.g. "zh-cn/karpathy-llm-wiki.md"
+    locale: str  # first folder, "" for a file at the layer root
+    slug: str  # path under the locale without ".md", e.g. "karpathy-llm-wiki"
+    path: Path
+
+
+@dataclass(frozen=True)
+class Layer:
+    root: Path
+    files: tuple[KbFile, ...]
+    symlinks: frozenset[str]  # every symlink met (files and folders), relative to the root
+
+    def by_locale(self) -> dict[str, dict[str, KbFile]]:
+        """locale → slug → file."""
+        result: dict[str, dict[str, KbFile]] = {}
+        for f in self.files:
+            result.setdefault(f.locale, {})[f.slug] = f
+        return result
+
+    def rels(self) -> frozenset[str]:
+        return frozenset(f.rel for f in self.files)
+
+
+def scan_layer(root: Path) -> Layer:
+    """Every ``*.md`` file under ``root`` (not drafts, not hidden), sorted by path."""
+    files: list[KbFile] = []
+    symlinks: set[str] = set()
+    _walk(root, "", files, symlinks)
+    files.sort(key=lambda f: f.rel)
+    return Layer(root, tuple(files), frozenset(symlinks))
+
+
+def _walk(folder: Path, prefix: str, files: list[KbFile], symlinks: set[str]) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith(("_", ".")):
+            continue
+        rel = prefix + name
+        is_link = entry.is_symlink()
+        if is_link:
+            symlinks.add(rel)
+        if entry.is_dir(follow_symlinks=False):
+            _walk(Path(entry.path), rel + "/", files, symlinks)
+        elif name.endswith(MARKDOWN_SUFFIX) and (is_link or entry.is_file(follow_symlinks=False)):
+            files.append(_kb_file(rel, Path(entry.path)))
+
+
+def _kb_file(rel: str, path: Path) -> KbFile:
+    locale, sep, rest = rel.partition("/")
+    if not sep:
+        locale, rest = "", rel
+    return KbFile(rel=rel, locale=locale, slug=rest[: -len(MARKDOWN_SUFFIX)], path=path)

@@ -1,0 +1,174 @@
+"""Checks 1–8: the raw evidence layer is registered, intact and immutable."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
+from kbtools.lint.context import LintContext
+from kbtools.lint.problem import Problem
+
+RAW_REQUIRED_FIELDS = ("title", "capturedAt", "sourceType", "sourceUrl")
+
+
+def check_raw(ctx: LintContext) -> list[Problem]:
+    problems = list(_manifest_and_files(ctx))
+    problems += _history(ctx)
+    return problems
+
+
+def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
+    layout = ctx.layout
+    manifest_rel = ctx.rel(layout.raw_manifest)
+    manifest = ctx.manifest
+    if manifest is None:
+        yield Problem("raw-manifest-missing", f"missing raw manifest: {manifest_rel}", manifest_rel)
+        registered: dict[str, str] = {}
+        named: set[str] = set()
+    else:
+        for issue in manifest.issues:
+            yield Problem("raw-manifest-entry", f"invalid raw manifest entry: {issue.line} ({issue.reason})",
+                          manifest_rel, issue.line_no)
+        registered = manifest.sha_by_rel()
+        named = set(registered) | {i.rel for i in manifest.issues if i.rel is not None}
+
+    on_disk = {f.rel: f for f in ctx.raw.files}
+    for f in ctx.raw.files:
+        if f.rel not in named:
+            yield Problem("raw-unregistered", f"raw file missing from manifest: {f.rel}", ctx.rel(f.path))
+
+    # Files behind a symlink that leaves the raw root are never read.
+    escaping = {i.rel for i in manifest.issues if i.rel} if manifest is not None else set()
+    for f in ctx.raw.files:
+        if f.rel in ctx.raw.symlinks and (f.rel in escaping or f.rel not in named):
+            escaping.add(f.rel)
+
+    for rel, sha in registered.items():
+        path = layout.raw_root / rel
+        if rel not in on_disk and not os.path.isfile(path):
+            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", ctx.rel(path))
+
+    hash_scope = _hash_scope(ctx, registered)
+    for f in ctx.raw.files:
+        if f.rel in escaping:
+            continue
+        check_hash = f.rel in registered and f.rel in hash_scope
+        check_fields = ctx.raw_in_scope(f.rel)
+        if not (check_hash or check_fields):
+            continue
+        try:
+            data = f.path.read_bytes()
+        except OSError as exc:
+            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})",
+                          ctx.rel(f.path))
+            continue
+        if check_hash and hashlib.sha256(data).hexdigest() != registered[f.rel]:
+            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", ctx.rel(f.path))
+        if check_fields:
+            yield from _raw_fields(ctx, f.rel, ctx.rel(f.path), data)
+    # Registered files the scan does not list (drafts, non-Markdown evidence) are hashed too.
+    for rel in sorted(hash_scope):
+        if rel in on_disk or rel not in registered:
+            continue
+        path = layout.raw_root / rel
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # missing: reported above
+        if hashlib.sha256(data).hexdigest() != registered[rel]:
+            yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", ctx.rel(path))
+
+
+def _hash_scope(ctx: LintContext, registered: dict[str, str]) -> set[str]:
+    """Registered paths whose bytes are hashed: all of them, or (``--staged``) the files the
+    commit touches plus every path a newly appended manifest line names."""
+    if ctx.scope is None:
+        return set(registered)
+    scope = set(ctx.scope.raw) & set(registered)
+    if ctx.history is not None:
+        manifest_rel = ctx.rel(ctx.layout.raw_manifest)
+        (step,) = ctx.history.steps
+        old = step.text("old", manifest_rel)
+        status = step.status_of(manifest_rel)
+        if status is not None:
+            old_lines = set((old or "").splitlines())
+            manifest = ctx.manifest
+            if manifest is not None:
+                scope |= {e.rel for e in manifest.entries if e.line not in old_lines}
+    return scope
+
+
+def _raw_fields(ctx: LintContext, rel: str, path: str, data: bytes) -> Iterator[Problem]:
+    try:
+        fields = parse_frontmatter(data).fields
+    except FrontmatterError as exc:
+        yield Problem("raw-frontmatter", f"raw source invalid frontmatter: {rel} ({exc.reason})", path, 1)
+        return
+    for name in RAW_REQUIRED_FIELDS:
+        if _blank(fields.get(name)):
+            yield Problem("raw-frontmatter", f"raw source missing {name}: {rel}", path, 1)
+    if "immutable" in fields and fields["immutable"] is not True:
+        yield Problem("raw-frontmatter", f"raw source invalid immutable '{fields['immutable']}': {rel}", path, 1)
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, (str, list, dict)) and not (value.strip() if isinstance(value, str) else value))
+
+
+def _history(ctx: LintContext) -> list[Problem]:
+    """Checks 6 and 7 for every step of the mode."""
+    if ctx.history is None:
+        return []
+    problems: list[Problem] = []
+    raw_prefix = ctx.raw_prefix + "/"
+    manifest_rel = ctx.rel(ctx.layout.raw_manifest)
+    for step in ctx.history.steps:
+        label = ctx.step_label(step)
+        for f in step.files:
+            touches_raw = f.path.startswith(raw_prefix) or (f.old_path or "").startswith(raw_prefix)
+            if f.path == manifest_rel and f.old_path is None:
+                if f.status[0] in "DT":  # a modified manifest is judged line by line (check 7)
+                    problems.append(Problem("raw-snapshot-changed",
+                                            f"raw snapshot changed or deleted: {f.describe()}{label}", f.path))
+                continue
+            if touches_raw and f.status[0] in "MDRCT":
+                problems.append(Problem("raw-snapshot-changed",
+                                        f"raw snapshot changed or deleted: {f.describe()}{label}", f.path))
+        status = step.status_of(manifest_rel)
+        if status is None or status.status[0] != "M":
+            continue
+        old, new = step.text("old", manifest_rel), step.text("new", manifest_rel)
+        if old is None or new is None:
+            continue
+        for line in append_only_violations(_lines(old), _lines(new)):
+            problems.append(Problem("raw-manifest-rewritten", f"raw manifest rewritten: {line}{label}", manifest_rel))
+    return problems
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.rstrip() for ln in text.split("\n") if ln.strip()]
+
+
+def append_only_violations(old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """Items of ``old`` that ``new`` changed or removed; ``new`` must be ``old`` + appended items.
+
+    Every removed (or edited) item is named. If none was removed but ``new`` does not
+    start with ``old`` (an item inserted in the middle, or a reordering), the first old
+    item that moved is named.
+    """
+    remaining = Counter(new)
+    removed = []
+    for item in old:
+        if remaining[item] > 0:
+            remaining[item] -= 1
+        else:
+            removed.append(item)
+    if removed:
+        return removed
+    for a, b in zip(old, new):
+        if a != b:
+            return [a]
+    return []
