@@ -1,0 +1,73 @@
+"""A deterministic generator of coding-agent session stores laid out as the agents write them.
+
+`generate(out, total_bytes=..., seed=..., agents=..., secret_mode=...)` writes
+
+    out/omp/agent/sessions/<dir>/<ts>_<id>.jsonl (+ <stem>/__advisor.jsonl, subagent transcripts)
+    out/codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, archived_sessions/, history.jsonl
+    out/opencode/opencode.db (+ storage/ legacy JSON), out/opencode-state/prompt-history.jsonl
+    out/claude/projects/<escaped-cwd>/<uuid>.jsonl (+ <uuid>/subagents/), history.jsonl
+
+Same seed, size and options → byte-identical files (and mtimes).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from corpus import claude, codex, omp, opencode
+from corpus.common import budgets, tree_stats
+from corpus.content import Content
+from corpus.secrets import SECRET_MODES
+
+AGENTS = ("omp", "codex", "opencode", "claude")
+# Share of the total per agent (renormalised over the agents asked for).
+WEIGHTS = {"omp": 0.35, "codex": 0.30, "opencode": 0.20, "claude": 0.15}
+WRITERS = {"omp": omp.write, "codex": codex.write, "opencode": opencode.write, "claude": claude.write}
+# The store directories each agent owns under the output dir.
+STORES = {"omp": ("omp",), "codex": ("codex",), "opencode": ("opencode", "opencode-state"), "claude": ("claude",)}
+
+__all__ = ["AGENTS", "SECRET_MODES", "StoreStats", "generate", "ingest_flags"]
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    agent: str
+    bytes: int
+    files: int
+    sessions: int
+
+
+def generate(out: Path, *, total_bytes: int, seed: int, agents: tuple[str, ...] = AGENTS,
+             secret_mode: str = "random") -> list[StoreStats]:
+    unknown = sorted(set(agents) - set(AGENTS))
+    if unknown:
+        raise ValueError(f"unknown agent(s): {', '.join(unknown)} (known: {', '.join(AGENTS)})")
+    content = Content(seed, secret_mode)
+    stats = []
+    for agent, budget in budgets(total_bytes, list(agents), WEIGHTS):
+        for store in STORES[agent]:
+            shutil.rmtree(out / store, ignore_errors=True)
+        sessions = WRITERS[agent](out, budget, content, seed)
+        size = files = 0
+        for store in STORES[agent]:
+            b, f = tree_stats(out / store)
+            size, files = size + b, files + f
+        stats.append(StoreStats(agent, size, files, sessions))
+    return stats
+
+
+def ingest_flags(out: Path, agents: tuple[str, ...] = AGENTS) -> list[str]:
+    """The `kb ingest` flags that point at the generated stores."""
+    flags: list[str] = []
+    if "omp" in agents:
+        flags += ["--omp-sessions", str(out / "omp" / "agent" / "sessions")]
+    if "codex" in agents:
+        flags += ["--codex-dir", str(out / "codex")]
+    if "opencode" in agents:
+        flags += ["--opencode-db", str(out / "opencode" / "opencode.db"),
+                  "--prompt-history", str(out / "opencode-state" / "prompt-history.jsonl")]
+    if "claude" in agents:
+        flags += ["--claude-dir", str(out / "claude")]
+    return flags
