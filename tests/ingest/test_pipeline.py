@@ -1,0 +1,266 @@
+"""`kb ingest` end to end: reuse, reprocessing, carried-forward rows, dry run, partial recovery."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+
+import pytest
+
+from kbtools.redact import REDACTION_VERSION
+from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, tech_turn
+from tests.testing.cli import run_kb
+from tests.testing.sessions import assistant, user, write_lines, write_omp_advisor, write_omp_session
+
+
+def omp_session(env: IngestEnv, **kwargs: object):
+    return write_omp_session(env.omp, tech_turn(), session_id="session-private", cwd="/home/a/proj", **kwargs)
+
+
+def test_dry_run_creates_nothing_and_reports_the_same_counts_as_a_write(env: IngestEnv) -> None:
+    omp_session(env)
+    dry, _ = env.run(write=False)
+    assert dry["dry_run"] is True
+    assert not (env.root / ".agent").exists()
+    wet, _ = env.run()
+    assert wet["dry_run"] is False
+    for key in ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected"):
+        assert dry[key] == wet[key], key
+    assert wet["processed"] == 1 and wet["candidates"] == 1
+
+
+def test_write_makes_private_dirs_and_files_and_hashes_identities(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    assert stat.S_IMODE(env.out.stat().st_mode) == 0o700
+    assert stat.S_IMODE(env.checkpoint.parent.stat().st_mode) == 0o700
+    for path in [*env.out.iterdir(), env.checkpoint]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+    manifest = (env.out / "manifest.jsonl").read_text()
+    assert "/home/a" not in manifest and "session-private" not in manifest
+    assert not list(env.out.glob("*.partial.jsonl"))
+
+
+def test_unchanged_source_is_reused_on_rerun(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    first = env.rows("candidates")
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1 and summary["processed"] == 0
+    assert [c["candidate_id"] for c in env.rows("candidates")] == [c["candidate_id"] for c in first]
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["parse_status"] == "unchanged"
+    assert row["redaction_status"].endswith(f":{REDACTION_VERSION}")
+
+
+def test_previously_failed_source_is_reprocessed_with_unchanged_content(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    (row,) = env.rows("manifest", tool="omp")
+    env.write_rows("manifest", [{**row, "parse_status": "failed", "candidate_count": 0}])
+    env.write_rows("candidates", [])
+    env.write_rows("rejected", [{"rejection_id": "x", "source_key": row["source_key"],
+                                 "reason": "malformed_or_unavailable_source", "run_at": ""}])
+    summary, _ = env.run()
+    assert summary["processed"] == 1 and summary["candidates"] == 1
+
+
+def test_stale_redaction_version_forces_reprocessing(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    rows = [{**r, "redaction_status": "none:v5"} for r in env.rows("manifest")]
+    env.write_rows("manifest", rows)
+    summary, _ = env.run()
+    assert summary["processed"] == 1 and summary["unchanged"] == 0
+
+
+def test_incomplete_prior_ledger_is_not_reused(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    env.write_rows("candidates", [])
+    summary, _ = env.run()
+    assert summary["processed"] == 1 and summary["candidates"] == 1
+
+
+def test_changed_content_is_reprocessed_and_supersedes_the_old_row(env: IngestEnv) -> None:
+    path = omp_session(env)
+    env.run()
+    old_key = env.rows("manifest", tool="omp")[0]["source_key"]
+    with path.open("a") as fh:
+        line = {"type": "message", "message": {"role": "user", "content": [
+            {"type": "text", "text": "Also, the Docker build fails with a config error; how do we debug it?"}]}}
+        fh.write(json.dumps(line) + "\n")
+    summary, _ = env.run()
+    assert summary["processed"] == 1
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["source_key"] != old_key
+    assert all(c["source_key"] == row["source_key"] for c in env.rows("candidates"))
+
+
+def test_advisor_file_is_skipped_as_control_plane_and_leaves_the_ledger_when_deleted(env: IngestEnv) -> None:
+    session = omp_session(env)
+    advisor = write_omp_advisor(session, [assistant("Silent. The agent is still reading the build config.")])
+    summary, _ = env.run()
+    (row,) = env.rows("manifest", record_type="advisor")
+    assert row["parse_status"] == "skipped" and row["skip_reason"] == "internal_control_plane"
+    assert summary["candidates"] == 1  # only the real session's turn
+    advisor.unlink()
+    env.run()
+    assert '"record_type":"advisor"' not in (env.out / "manifest.jsonl").read_text()
+
+
+def test_prompt_history_keeps_one_row_as_the_file_grows(env: IngestEnv) -> None:
+    pytest.importorskip("kbtools.ingest.sources.prompt_history")
+    env.prompt_history.parent.mkdir(parents=True)
+    line = {"input": TECH_PROMPT + " " + TECH_ANSWER}
+    write_lines(env.prompt_history, [json.dumps(line)])
+    env.run()
+    (first,) = env.rows("manifest", record_type="prompt-history")
+    write_lines(env.prompt_history, [json.dumps(line), json.dumps({"input": "How do I configure the Docker build cache for CI so the tests run faster?"})])
+    env.run()
+    (second,) = env.rows("manifest", record_type="prompt-history")
+    assert second["session_hash"] == first["session_hash"]
+    assert second["content_hash"] != first["content_hash"]
+
+
+def test_partial_ledger_from_an_interrupted_run_wins_over_the_final_one(env: IngestEnv) -> None:
+    path = omp_session(env)
+    env.run()
+    (row,) = env.rows("manifest", tool="omp")
+    with path.open("a") as fh:
+        fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Verified: pnpm build passes after the fix."}]}}) + "\n")
+    # What an interrupted run left: the new content seen, under an old redaction version.
+    new_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+    env.write_rows("manifest", [{**row, "content_hash": new_hash, "redaction_status": "none:v5",
+                                 "candidate_count": 1, "_run": "interrupted"}], partial=True)
+    env.write_rows("candidates", [], partial=True)
+    summary, _ = env.run()
+    assert summary["processed"] == 1 and summary["candidates"] == 1
+    assert not list(env.out.glob("*.partial.jsonl"))
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1
+
+
+def test_stale_internal_text_in_a_stored_candidate_is_filtered_on_rerun(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    (candidate,) = env.rows("candidates")
+    env.write_rows("candidates", [{**candidate, "text": "[user] _thinking_: stale internal transcript"}])
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1
+    assert summary["candidates"] == 0 and summary["rejected"] >= 1
+    assert "_thinking_:" not in (env.out / "candidates.jsonl").read_text()
+    assert env.rows("rejected", reason="internal_transcript_filtered")
+    # The ledger stays complete: the next run reuses it without reprocessing.
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1 and summary["processed"] == 0
+
+
+def test_sources_not_seen_are_carried_forward_and_pruned_on_request(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    (candidate,) = env.rows("candidates")
+    for path in sorted(env.omp.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    summary, _ = env.run()
+    (row,) = env.rows("manifest", tool="omp", record_type="session")
+    assert row["parse_status"] == "skipped" and row["skip_reason"] == "source_not_scanned_this_run"
+    assert summary["carried_forward"] == 1 and summary["skipped"] >= 1
+    assert [c["candidate_id"] for c in env.rows("candidates")] == [candidate["candidate_id"]]
+    summary, _ = env.run("--prune")
+    assert summary["pruned"] == 1
+    assert env.rows("manifest", tool="omp", record_type="session") == [] and env.rows("candidates") == []
+
+
+def test_a_message_quoting_a_marker_never_drops_its_session(env: IngestEnv) -> None:
+    write_omp_session(env.omp, [
+        user("A legitimate article may quote the _thinking:_ marker; why does our parser test fail on it?"),
+        assistant("Because the regex treats the quoted marker as a transcript envelope. The fix is to "
+                  "apply the filter per message; the unit test then passes."),
+    ], session_id="s1")
+    summary, _ = env.run()
+    assert summary["candidates"] == 1
+    assert "_thinking:_" in env.rows("candidates")[0]["text"]
+
+
+def test_internal_messages_are_dropped_but_the_rest_of_the_session_is_kept(env: IngestEnv) -> None:
+    write_omp_session(env.omp, [
+        *tech_turn(),
+        user("[budget notice] 10% of the context left"),
+        assistant("Silent mode: nothing to report."),
+    ], session_id="s1")
+    env.run()
+    (candidate,) = env.rows("candidates")
+    assert "budget notice" not in candidate["text"] and "Silent mode" not in candidate["text"]
+
+
+def test_each_turn_is_its_own_candidate_and_equal_turns_are_duplicates(env: IngestEnv) -> None:
+    write_omp_session(env.omp, [*tech_turn(), *tech_turn()], session_id="s1")
+    summary, _ = env.run()
+    first, second = env.rows("candidates")
+    assert first["candidate_id"] != second["candidate_id"]
+    assert (first["turn_index"], second["turn_index"]) == (0, 1)
+    assert second["decision"] == "duplicate" and second["duplicate_of"] == first["candidate_id"]
+    assert summary["duplicates"] == 1
+
+
+def test_long_session_is_split_into_bounded_candidates_and_truncation_is_recorded(env: IngestEnv) -> None:
+    (env.root / ".kb.yaml").write_text("ingest:\n  max_text: 3000\n  max_candidate: 1000\n")
+    long_answer = " ".join(["The build log shows the TypeScript error again and the fix is to pin the version."] * 12)
+    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(long_answer)] * 3, session_id="s1")
+    summary, _ = env.run()
+    candidates = env.rows("candidates")
+    assert len(candidates) >= 3
+    assert all(len(c["text"]) <= 1000 for c in candidates)
+    assert sum(len(c["text"]) for c in candidates) <= 3000
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["truncated"] is True and summary["truncated_sources"] == 1
+
+
+def test_malformed_prior_rows_are_skipped_and_counted(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    with (env.out / "manifest.jsonl").open("a") as fh:
+        fh.write('{"source_key": 5}\nnot json at all\n{"truncated": \n')
+    with (env.out / "candidates.jsonl").open("ab") as fh:
+        fh.write(b"\xff\xfe garbage\n")
+    summary, _ = env.run()
+    assert summary["malformed_prior_rows"] == 4
+    assert summary["unchanged"] == 1
+    summary, _ = env.run()
+    assert summary["malformed_prior_rows"] == 0
+
+
+def test_run_ids_are_unique(env: IngestEnv) -> None:
+    ids = {env.run(write=False)[0]["run_id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+def test_unknown_flag_is_a_usage_error(env: IngestEnv) -> None:
+    result = run_kb(*env.args("--frobnicate"))
+    assert result.code == 2
+    assert "frobnicate" in result.err and not result.out
+
+
+def test_no_derived_filter_warns_loudly_and_is_recorded(env: IngestEnv) -> None:
+    omp_session(env)
+    summary, result = env.run("--no-derived-filter", write=False)
+    assert "derived filter DISABLED" in result.err
+    assert summary["derived_filter"]["enabled"] is False
+
+
+def test_missing_stores_give_one_unavailable_row_each_not_a_crash(env: IngestEnv) -> None:
+    summary, _ = env.run()
+    unavailable = env.rows("manifest", format="unavailable")
+    assert {r["tool"] for r in unavailable} >= {"omp", "codex"}
+    assert all(r["parse_status"] == "failed" and r["error"] for r in unavailable)
+    assert summary["candidates"] == 0
+
+
+def test_output_dir_flag_moves_the_ledgers(env: IngestEnv) -> None:
+    omp_session(env)
+    other = env.root / "elsewhere"
+    env.run("--output-dir", str(other))
+    assert (other / "manifest.jsonl").is_file() and not env.out.exists()
