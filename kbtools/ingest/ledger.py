@@ -203,6 +203,7 @@ class PriorSource:
     session_hash: str
     location: tuple[int, int]  # (file number, byte offset)
     complete: bool = False
+    from_journal: bool = False  # written by an interrupted run, not yet final
 
 
 @dataclass
@@ -283,6 +284,7 @@ class PriorState:
                 format=row["format"],
                 session_hash=row["session_hash"],
                 location=(number, offset),
+                from_journal=journal,
             )
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):

@@ -478,7 +478,11 @@ class _RunState:
             # A failed read does not supersede what earlier runs kept of this source.
             self.seen.add(outcome.identity)
         if outcome.reuse is not None:
-            rows = prior_rows(prior, outcome.reuse, run_at=run_at, status="unchanged", skip_reason=None,
+            # Resuming an interrupted run: what it processed counts as processed, so
+            # the ledgers equal those of an uninterrupted run.
+            digest = outcome.reuse
+            status = digest.parse_status if digest.from_journal else "unchanged"
+            rows = prior_rows(prior, digest, run_at=run_at, status=status, skip_reason=None,
                               created_at=outcome.created_at, updated_at=outcome.updated_at)
             rows.manifest["source_key"] = outcome.source_key
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.

@@ -1,0 +1,78 @@
+"""`kill -9` in the middle of `kb ingest --write`, then a rerun: the same ledgers as an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ingest.conftest import IngestEnv, read_jsonl
+from tests.testing.sessions import assistant, user, write_omp_session
+
+SESSIONS = 250
+# Fields that name the run, not the content.
+RUN_FIELDS = ("run_at",)
+
+
+def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k not in RUN_FIELDS} for row in rows]
+
+
+def ledgers(out: Path) -> dict[str, list[dict[str, Any]]]:
+    return {name: comparable(read_jsonl(out / f"{name}.jsonl")) for name in ("manifest", "candidates", "rejected", "events")}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO to hold the run at a known point")
+def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: IngestEnv, tmp_path: Path) -> None:
+    for i in range(SESSIONS):
+        write_omp_session(env.omp, [
+            user(f"Build {i}: why does the TypeScript build fail with error TS{2300 + i} after the upgrade?"),
+            assistant(f"The root cause of TS{2300 + i} is a missing path alias; the fix is to add it and rerun the tests."),
+        ], session_id=f"session-{i:03d}", dir_name=f"p{i:03d}")
+    reference_out = tmp_path / "reference"
+    env.run("--output-dir", str(reference_out))
+
+    # A FIFO sorted after every session: reading it blocks, holding the run after
+    # the journal of the first 200 sources was persisted.
+    fifo_dir = env.omp / "zzz"
+    fifo_dir.mkdir()
+    fifo = fifo_dir / "live.jsonl"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    partial = env.out / "manifest.partial.jsonl"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if partial.exists() and len(partial.read_text().splitlines()) >= 200:
+                break
+            time.sleep(0.05)
+        time.sleep(0.2)
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        fifo.unlink()
+        fifo_dir.rmdir()
+
+    journal = read_jsonl(partial)
+    keys = [row["source_key"] for row in journal]
+    # Appended per batch of 100 (never rewritten): each source once.
+    assert len(keys) == 200 and len(set(keys)) == 200
+    assert not (env.out / "manifest.jsonl").exists()
+    assert "Status: parsing" in env.checkpoint.read_text()
+
+    summary, _ = env.run()
+    assert summary["processed"] == SESSIONS
+    assert not list(env.out.glob("*.partial.jsonl")) and not list(env.out.glob(".*.tmp"))
+    assert ledgers(env.out) == ledgers(reference_out)

@@ -1,0 +1,96 @@
+"""Ledger mechanics: the write lock, the append-only journal, the merged prior state."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kbtools.ingest.ledger import IngestLock, PriorState, SourceRows, WriteSink, ledger_path
+from tests.ingest.conftest import IngestEnv, tech_turn
+from tests.testing.cli import run_kb
+from tests.testing.sessions import write_omp_session
+
+
+def manifest(key: str, *, identity: str = "p", count: int = 0, status: str = "processed") -> dict[str, object]:
+    return {
+        "source_key": key, "tool": "omp", "record_type": "session", "project_key": identity,
+        "session_hash": identity, "created_at": "", "updated_at": "", "format": "jsonl",
+        "content_hash": key, "parse_status": status, "redaction_status": "none:v1",
+        "candidate_count": count, "article_slugs": [], "skip_reason": "", "error": "", "run_at": "",
+    }
+
+
+def candidate(key: str, n: int) -> dict[str, object]:
+    return {"candidate_id": f"{key}-{n}", "source_key": key, "text": f"text {n}", "fingerprint": f"f{n}"}
+
+
+def test_second_concurrent_write_fails_fast_with_one_line(env: IngestEnv) -> None:
+    write_omp_session(env.omp, tech_turn(), session_id="s1")
+    holder = IngestLock(env.out)
+    try:
+        started = time.monotonic()
+        result = run_kb(*env.args())
+        assert time.monotonic() - started < 5
+    finally:
+        holder.release()
+    assert result.code == 2
+    assert result.err.startswith("kb: error: another `kb ingest --write` is running")
+    assert len(result.err.strip().splitlines()) == 1 and not result.out
+    env.run()  # released: the next write goes ahead
+
+
+def test_lock_of_a_dead_process_is_taken_over(env: IngestEnv, tmp_path: Path) -> None:
+    env.out.mkdir(parents=True)
+    # A process that took the lock and died without releasing it.
+    code = (
+        "import os, sys; from pathlib import Path; from kbtools.ingest.ledger import IngestLock; "
+        f"IngestLock(Path({str(env.out)!r})); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (env.out / ".lock").read_text().strip().isdigit()
+    write_omp_session(env.omp, tech_turn(), session_id="s1")
+    summary, _ = env.run()
+    assert summary["processed"] == 1
+
+
+def test_journal_is_appended_batch_by_batch(tmp_path: Path) -> None:
+    sink = WriteSink(tmp_path, "run-1")
+    for i in range(3):
+        sink.emit(SourceRows(manifest(f"k{i}", identity=f"i{i}", count=1), [candidate(f"k{i}", 0)]), journal=True)
+        sink.persist_partial()
+    lines = ledger_path(tmp_path, "manifest", partial=True).read_text().splitlines()
+    assert [json.loads(line)["source_key"] for line in lines] == ["k0", "k1", "k2"]
+    assert all(json.loads(line)["_run"] == "run-1" for line in lines)
+    sink.abort()
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
+    main = [manifest("old", count=1)]
+    ledger_path(tmp_path, "manifest").write_text("".join(json.dumps(r) + "\n" for r in main))
+    ledger_path(tmp_path, "candidates").write_text(json.dumps(candidate("old", 0)) + "\n")
+    journal = [
+        {**manifest("new", count=2), "_run": "a"},
+        {**manifest("new", count=1), "_run": "b"},
+    ]
+    cands = [{**candidate("new", 0), "_run": "a"}, {**candidate("new", 1), "_run": "a"},
+             {**candidate("new", 2), "_run": "b"}]
+    ledger_path(tmp_path, "manifest", partial=True).write_text("".join(json.dumps(r) + "\n" for r in journal))
+    ledger_path(tmp_path, "candidates", partial=True).write_text("".join(json.dumps(r) + "\n" for r in cands))
+    prior = PriorState.load(tmp_path)
+    try:
+        (digest,) = prior.by_identity["omp\0p\0p"]
+        assert digest.source_key == "new" and digest.candidate_count == 1
+        assert [c["candidate_id"] for c in prior.rows_for("candidates", "new")] == ["new-2"]
+        assert digest.complete
+        assert "_run" not in prior.manifest_row(digest)
+    finally:
+        prior.close()
+
+
+def test_prior_state_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
+    prior = PriorState.load(tmp_path / "absent")
+    assert prior.by_identity == {} and prior.malformed == 0
