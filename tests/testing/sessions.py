@@ -365,3 +365,209 @@ def write_codex_history(codex_home: Path, prompts: Iterable[str], *, session_id:
         codex_home / "history.jsonl",
         [dumps({"session_id": session_id, "ts": start + i, "text": p}) for i, p in enumerate(prompts)],
     )
+
+
+# ---------------------------------------------------------------- OpenCode
+
+OPENCODE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS project (
+  id text PRIMARY KEY, worktree text NOT NULL, vcs text, name text,
+  time_created integer NOT NULL, time_updated integer NOT NULL, time_initialized integer,
+  sandboxes text NOT NULL DEFAULT '[]');
+CREATE TABLE IF NOT EXISTS session (
+  id text PRIMARY KEY, project_id text NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  parent_id text, slug text NOT NULL, directory text NOT NULL, title text NOT NULL,
+  version text NOT NULL, share_url text, summary_additions integer, summary_deletions integer,
+  summary_files integer, summary_diffs text, revert text, permission text,
+  time_created integer NOT NULL, time_updated integer NOT NULL,
+  time_compacting integer, time_archived integer);
+CREATE TABLE IF NOT EXISTS message (
+  id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE IF NOT EXISTS part (
+  id text PRIMARY KEY, message_id text NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+  session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL,
+  data text NOT NULL);
+CREATE INDEX IF NOT EXISTS message_session_idx ON message (session_id);
+CREATE INDEX IF NOT EXISTS part_message_idx ON part (message_id);
+CREATE INDEX IF NOT EXISTS part_session_idx ON part (session_id);
+"""
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+class _OpenCodeIds:
+    """`ses_`/`msg_`/`prt_` + 12 hex of (ms × 4096 + counter) + 14 base62, ascending."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self._counter = 0
+
+    def new(self, prefix: str, ms: int) -> str:
+        self._counter += 1
+        stamp = f"{(ms * 4096 + self._counter) & (16**12 - 1):012x}"
+        return f"{prefix}_{stamp}" + "".join(self._rng.choice(_BASE62) for _ in range(14))
+
+
+@dataclass
+class _OpenCodeRow:
+    table: str
+    values: dict[str, Any]
+
+
+class _OpenCodeConversation(_Conversation):
+    """Turns a conversation into OpenCode session/message/part rows (the same
+    objects the SQLite DB stores as ``data`` and the legacy tree as files)."""
+
+    def __init__(self, ids: _OpenCodeIds, session_id: str, directory: str, started: datetime) -> None:
+        self.ids = ids
+        self.session_id = session_id
+        self.directory = directory
+        self.clock = _Clock(started)
+        self.rows: list[_OpenCodeRow] = []
+        self._last_user = ""
+
+    def _message(self, data: dict[str, Any]) -> tuple[str, int]:
+        ms = millis(self.clock.tick())
+        data.setdefault("time", {"created": ms})
+        message_id = self.ids.new("msg", ms)
+        self.rows.append(_OpenCodeRow("message", {
+            "id": message_id, "session_id": self.session_id, "time_created": ms, "time_updated": ms, "data": data,
+        }))
+        return message_id, ms
+
+    def part(self, message_id: str, data: dict[str, Any]) -> str:
+        ms = millis(self.clock.tick())
+        part_id = self.ids.new("prt", ms)
+        self.rows.append(_OpenCodeRow("part", {
+            "id": part_id, "message_id": message_id, "session_id": self.session_id,
+            "time_created": ms, "time_updated": ms, "data": data,
+        }))
+        return part_id
+
+    def user(self, text: str, *, synthetic: str = "") -> str:
+        message_id, ms = self._message({
+            "role": "user", "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
+        })
+        self._last_user = message_id
+        self.part(message_id, {"type": "text", "text": text, "time": {"start": ms, "end": ms}})
+        if synthetic:
+            self.part(message_id, {"type": "text", "text": synthetic, "synthetic": True})
+        return message_id
+
+    def assistant(self, text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> str:
+        message_id, ms = self._message({
+            "role": "assistant", "parentID": self._last_user, "modelID": "claude-sonnet-4-5",
+            "providerID": "anthropic", "mode": "build", "agent": "build",
+            "path": {"cwd": self.directory, "root": self.directory}, "cost": 0.0123,
+            "tokens": {"input": 1200, "output": 300, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+            "finish": "stop",
+        })
+        self.part(message_id, {"type": "step-start", "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904"})
+        if thinking:
+            self.part(message_id, {"type": "reasoning", "text": thinking, "time": {"start": ms, "end": ms}})
+        if text:
+            self.part(message_id, {"type": "text", "text": text, "time": {"start": ms, "end": ms}})
+        if tool:
+            self.part(message_id, {
+                "type": "tool", "callID": "toolu_01", "tool": "bash",
+                "state": {"status": "completed", "input": {"command": tool[0]}, "output": tool[1],
+                          "title": tool[0], "metadata": {"exit": 0}, "time": {"start": ms, "end": ms}},
+            })
+        self.part(message_id, {"type": "step-finish", "reason": "stop", "cost": 0.0123,
+                               "tokens": {"input": 1200, "output": 300}})
+        return message_id
+
+
+class OpenCodeDb:
+    """An OpenCode ``opencode.db`` (drizzle schema of v1.2+), WAL mode by default."""
+
+    def __init__(self, path: Path, *, wal: bool = True, seed: int = 0) -> None:
+        import sqlite3
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.ids = _OpenCodeIds(seed)
+        self.conn = sqlite3.connect(path)
+        if wal:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.executescript(OPENCODE_SCHEMA)
+        self.conn.execute(
+            "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated) VALUES (?,?,?,?,?)",
+            ("global", "/", None, millis(START), millis(START)),
+        )
+        self.conn.commit()
+
+    def session(
+        self,
+        messages: Iterable[Msg] = (),
+        *,
+        session_id: str | None = None,
+        directory: str = DEFAULT_CWD,
+        started: datetime = START,
+        title: str = "Fix the build",
+    ) -> _OpenCodeConversation:
+        """Add a session with ``messages``; returns its builder for more turns (then ``flush``)."""
+        sid = session_id or self.ids.new("ses", millis(started))
+        conversation = _OpenCodeConversation(self.ids, sid, directory, started)
+        ms = millis(started)
+        self.conn.execute(
+            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (sid, "global", "brave-otter", directory, title, "1.2.10", ms, ms),
+        )
+        conversation.add(messages)
+        self.flush(conversation)
+        return conversation
+
+    def flush(self, conversation: _OpenCodeConversation) -> None:
+        for row in conversation.rows:
+            values = dict(row.values, data=dumps({k: v for k, v in row.values["data"].items()}))
+            columns = ", ".join(values)
+            marks = ", ".join("?" for _ in values)
+            self.conn.execute(f"INSERT INTO {row.table} ({columns}) VALUES ({marks})", tuple(values.values()))
+        conversation.rows.clear()
+        self.conn.execute(
+            "UPDATE session SET time_updated = ? WHERE id = ?",
+            (millis(conversation.clock.now), conversation.session_id),
+        )
+        self.conn.commit()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def write_opencode_storage(
+    data_dir: Path,
+    messages: Iterable[Msg],
+    *,
+    session_id: str,
+    directory: str = DEFAULT_CWD,
+    project_id: str = "global",
+    started: datetime = START,
+    seed: int = 1,
+) -> Path:
+    """The legacy (≤ v1.1) JSON tree under ``<data_dir>/storage``; returns the session file."""
+    storage = data_dir / "storage"
+    conversation = _OpenCodeConversation(_OpenCodeIds(seed), session_id, directory, started)
+    conversation.add(messages)
+    ms = millis(started)
+    session_file = storage / "session" / project_id / f"{session_id}.json"
+    write_lines(session_file, [dumps({
+        "id": session_id, "slug": "calm-heron", "projectID": project_id, "directory": directory,
+        "title": "Legacy session", "version": "1.1.4", "time": {"created": ms, "updated": millis(conversation.clock.now)},
+    })])
+    for row in conversation.rows:
+        values = row.values
+        if row.table == "message":
+            body = {"id": values["id"], "sessionID": session_id, **values["data"]}
+            write_lines(storage / "message" / session_id / f"{values['id']}.json", [dumps(body)])
+        else:
+            body = {"id": values["id"], "sessionID": session_id, "messageID": values["message_id"], **values["data"]}
+            write_lines(storage / "part" / values["message_id"] / f"{values['id']}.json", [dumps(body)])
+    return session_file
+
+
+def write_opencode_prompt_history(path: Path, prompts: Iterable[str]) -> Path:
+    """``$XDG_STATE_HOME/opencode/prompt-history.jsonl``: PromptInfo lines ``{input, parts, mode}``."""
+    return write_lines(path, [dumps({"input": p, "parts": [], "mode": "normal"}) for p in prompts])

@@ -33,7 +33,7 @@ from typing import Any
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources import codex, omp
+from kbtools.ingest.sources import codex, omp, opencode
 from kbtools.ingest.sources.common import error_unit
 
 
@@ -48,6 +48,7 @@ class Source:
 
 SOURCES: tuple[Source, ...] = (
     Source("omp", omp.discover, omp.load, (("omp", None),)),
+    Source("opencode", opencode.discover, opencode.load, (("opencode", None),)),
     Source("codex", codex.discover, codex.load, (("codex", None),)),
 )
 

@@ -1,0 +1,380 @@
+"""OpenCode sessions: the SQLite store (v1.2+) and the legacy JSON tree.
+
+SQLite (``$XDG_DATA_HOME/opencode/opencode*.db``): opened read-only
+(``file:…?mode=ro``), never written. Discovery lists the sessions with a
+cheap version — ``(time_updated, message count, part count)`` — so a stat
+cache can skip an unchanged session without hashing it; ``load`` reads one
+session's messages and parts in one read transaction, iterating cursors (the
+reference materialised every row of the DB at once). Only ``text`` parts of
+user/assistant messages are prose; ``synthetic`` parts (file contents the
+harness inlines for an @mention) and ``ignored`` parts are not the user's
+words, and compaction-summary messages are skipped. A tool part is skipped by
+a look at the head of its JSON, before parsing.
+
+Content hash (an equivalent of anchor §2.3, streamed instead of built from a
+list): sha256 over the session row as compact JSON, then every message row
+``(id, time_created, data)`` in ``(time_created, id)`` order, then every part
+row ``(id, message_id, data)`` in message order and part id — each field
+NUL-separated. Any change to a row of the session changes it; nothing
+outside the session does.
+
+A DB that cannot be read (not a database, corrupt, locked by a writer)
+becomes one ``session-store`` unit with the SQLite reason, not a crash.
+
+Legacy tree (``storage/`` beside the DB, frozen since the migration): a
+session there is read only when no DB holds the same session id, so a
+migrated session is never counted twice. If a DB could not be read, the
+tree is not read either (coverage is unknown). Content hash: sha256 over the
+session file's bytes and every message and part file (name and bytes).
+
+Identity: session = the session id; project = ``directory`` (the cwd), else
+the project id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbtools.ingest.hashing import iso_time
+from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources.common import (
+    ProseBudget,
+    error_unit,
+    make_record,
+    os_error_reason,
+    unavailable_ref,
+    unavailable_unit,
+)
+
+TOOL = "opencode"
+# How long a read waits for a writer's lock before the DB counts as locked.
+BUSY_TIMEOUT_S = 2.0
+_GLOB_CHARS = frozenset("*?[")
+_PROSE_ROLES = frozenset({"user", "assistant"})
+_HEAD = 80
+
+
+def connect_readonly(db: Path) -> sqlite3.Connection:
+    """A connection that cannot write: SQLite refuses any write on it."""
+    uri = "file:" + _uri_path(db) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _uri_path(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.absolute()), safe="/")
+
+
+def database_files(pattern: Path | None) -> list[Path]:
+    if pattern is None:
+        return []
+    if _GLOB_CHARS & set(pattern.name):
+        return sorted(p for p in pattern.parent.glob(pattern.name) if p.is_file())
+    return [pattern] if pattern.is_file() else []
+
+
+@dataclass(frozen=True)
+class _DbSession:
+    db: str
+    session_id: str
+    project: str
+
+
+def discover(settings: SourceSettings) -> Iterator[SourceRef]:
+    databases = database_files(settings.opencode_db)
+    storage = settings.opencode_storage
+    storage_dir = storage if storage is not None and (storage / "session").is_dir() else None
+    if not databases and storage_dir is None:
+        yield unavailable_ref(TOOL, settings.opencode_db or "opencode-db")
+        return
+    covered: set[str] = set()
+    all_readable = True
+    for db in databases:
+        try:
+            listing = _list_sessions(db)
+        except sqlite3.Error as exc:
+            all_readable = False
+            yield SourceRef(TOOL, "session-store", "sqlite", str(db), payload=_db_error(exc))
+            continue
+        for (session_id, project), version in listing:
+            covered.add(session_id)
+            yield SourceRef(
+                TOOL, "session", "sqlite", f"{db}\0{session_id}", stat_key=version,
+                payload=_DbSession(str(db), session_id, project),
+            )
+    if storage_dir is not None and all_readable:
+        yield from _discover_storage(storage_dir, covered)
+
+
+def _db_error(exc: sqlite3.Error) -> str:
+    # SQLite's messages name the condition ("database is locked", "file is
+    # not a database"), never row content.
+    return f"opencode_db_unreadable: {exc}"
+
+
+def _list_sessions(db: Path) -> list[tuple[tuple[str, str], tuple[Any, ...]]]:
+    """Per session: (id, project) and its version, in one read transaction.
+
+    Materialised (one small tuple per session) so no transaction stays open
+    while the pipeline works.
+    """
+    conn = connect_readonly(db)
+    try:
+        conn.execute("BEGIN")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(session)")}
+        if not columns:
+            raise sqlite3.DatabaseError("no session table")
+        directory = "directory" if "directory" in columns else "''"
+        messages = dict(conn.execute("SELECT session_id, count(*) FROM message GROUP BY session_id"))
+        parts = dict(conn.execute("SELECT session_id, count(*) FROM part GROUP BY session_id"))
+        listing = []
+        for session_id, project_id, cwd, updated in conn.execute(
+            f"SELECT id, project_id, {directory}, time_updated FROM session ORDER BY id"
+        ):
+            project = cwd or project_id or ""
+            version = (updated, messages.get(session_id, 0), parts.get(session_id, 0))
+            listing.append(((str(session_id), str(project)), version))
+        conn.execute("COMMIT")
+        return listing
+    finally:
+        conn.close()
+
+
+def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    if ref.format == "unavailable" or ref.record_type == "session-store":
+        return unavailable_unit(ref)
+    if ref.format == "json":
+        return _load_storage(ref, settings)
+    session: _DbSession = ref.payload
+    try:
+        return _load_db_session(ref, session, settings)
+    except sqlite3.Error as exc:
+        return _failed(ref, session.session_id, session.project, _db_error(exc))
+
+
+def _failed(ref: SourceRef, session_id: str, project: str, error: str) -> SourceUnit:
+    unit = error_unit(ref, error, session_identity=session_id)
+    unit.project_identity = project
+    return unit
+
+
+@dataclass
+class _Collector:
+    """Builds one record per message from its text parts, in order."""
+
+    budget: ProseBudget
+    records: list[Record] = field(default_factory=list)
+    malformed: int = 0
+    _texts: list[str] = field(default_factory=list)
+    _current: tuple[str, Any, int] | None = None
+
+    def start(self, role: str, created: Any, index: int) -> None:
+        self.flush()
+        self._current = (role, created, index)
+
+    def text(self, text: str) -> None:
+        if text.strip():
+            self._texts.append(text)
+
+    def flush(self) -> None:
+        if self._current is not None and self._texts:
+            role, created, index = self._current
+            text = "\n\n".join(self._texts)
+            if self.budget.admit(text):
+                self.records.append(make_record(role, text, created, index))
+        self._texts = []
+        self._current = None
+
+
+def _message_info(data: Any, fallback_time: Any) -> tuple[str, Any] | None:
+    """(role, created) of a prose message, or None for other messages."""
+    if not isinstance(data, dict) or data.get("role") not in _PROSE_ROLES:
+        return None
+    if data.get("summary") is True:  # a compaction summary, written by the harness
+        return None
+    created = data.get("time", {}).get("created") if isinstance(data.get("time"), dict) else None
+    return data["role"], created if created is not None else fallback_time
+
+
+def _part_text(raw: str | bytes, collector: _Collector) -> None:
+    """Feed a part's prose to the collector; skip tool and other parts unparsed."""
+    head = raw[:_HEAD]
+    marker = '"type":"text"' if isinstance(head, str) else b'"type":"text"'
+    typed = '"type":"' if isinstance(head, str) else b'"type":"'
+    if marker not in head and typed in head:  # type: ignore[operator]
+        return
+    try:
+        part = json.loads(raw)
+    except ValueError:
+        collector.malformed += 1
+        return
+    if not isinstance(part, dict) or part.get("type") != "text":
+        return
+    if part.get("synthetic") is True or part.get("ignored") is True:
+        return
+    text = part.get("text")
+    if isinstance(text, str):
+        collector.text(text)
+
+
+def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettings) -> SourceUnit:
+    conn = connect_readonly(Path(session.db))
+    digest = hashlib.sha256()
+    collector = _Collector(ProseBudget.for_max_text(settings.max_text))
+    try:
+        conn.execute("BEGIN")  # one snapshot for the session, its messages and parts
+        cursor = conn.execute("SELECT * FROM session WHERE id = ?", (session.session_id,))
+        names = [d[0] for d in cursor.description]
+        row = cursor.fetchone()
+        if row is None:
+            conn.execute("COMMIT")
+            return _failed(ref, session.session_id, session.project, "opencode_session_vanished")
+        session_row = dict(zip(names, row))
+        digest.update(json.dumps(session_row, separators=(",", ":"), ensure_ascii=False).encode())
+        messages: dict[str, tuple[str, Any, int] | None] = {}
+        for index, (message_id, created, data) in enumerate(conn.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+            (session.session_id,),
+        )):
+            digest.update(f"\0m\0{message_id}\0{created}\0".encode())
+            digest.update(_bytes(data))
+            try:
+                info = _message_info(json.loads(data), created)
+            except ValueError:
+                collector.malformed += 1
+                info = None
+            messages[message_id] = (info[0], info[1], index) if info else None
+        current = None
+        for part_id, message_id, data in conn.execute(
+            "SELECT p.id, p.message_id, p.data FROM part p JOIN message m ON m.id = p.message_id"
+            " WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id",
+            (session.session_id,),
+        ):
+            digest.update(f"\0p\0{part_id}\0{message_id}\0".encode())
+            digest.update(_bytes(data))
+            info = messages.get(message_id)
+            if info is None:
+                continue
+            if message_id != current:
+                collector.start(*info)
+                current = message_id
+            _part_text(data, collector)
+        collector.flush()
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return SourceUnit(
+        tool=TOOL,
+        record_type="session",
+        format="sqlite",
+        source_identity=ref.locator,
+        session_identity=session.session_id,
+        project_identity=session.project,
+        created_at=iso_time(session_row.get("time_created")),
+        updated_at=iso_time(session_row.get("time_updated")),
+        content_hash=digest.hexdigest(),
+        records=collector.records,
+        error=f"malformed_records: {collector.malformed}" if collector.malformed else "",
+        truncated=collector.budget.truncated,
+        stat_key=ref.stat_key,
+    )
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8", "surrogatepass")
+
+
+# ------------------------------------------------------------ legacy tree
+
+
+def _discover_storage(storage: Path, covered: set[str]) -> Iterator[SourceRef]:
+    session_files = sorted((storage / "session").glob("*/*.json"), key=str)
+    for path in session_files:
+        session_id = path.stem
+        if session_id in covered:
+            continue  # migrated into a DB: read there, not twice
+        try:
+            st = path.stat()
+            message_dir = storage / "message" / session_id
+            count = len(os.listdir(message_dir)) if message_dir.is_dir() else 0
+            version: tuple[Any, ...] | None = (st.st_size, st.st_mtime_ns, st.st_ino, count)
+        except OSError:
+            version = None
+        yield SourceRef(TOOL, "session", "json", str(path), stat_key=version)
+
+
+def _read_json_file(path: Path, digest: Any) -> bytes:
+    data = path.read_bytes()
+    digest.update(f"\0{path.name}\0".encode())
+    digest.update(data)
+    return data
+
+
+def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    path = Path(ref.locator)
+    storage = path.parent.parent.parent
+    session_id = path.stem
+    digest = hashlib.sha256()
+    collector = _Collector(ProseBudget.for_max_text(settings.max_text))
+    try:
+        session = json.loads(_read_json_file(path, digest))
+    except OSError as exc:
+        return _failed(ref, session_id, "", f"read_error: {os_error_reason(exc)}")
+    except ValueError:
+        return _failed(ref, session_id, "", "malformed_json: session file")
+    if not isinstance(session, dict):
+        session = {}
+    project = session.get("directory") or session.get("projectID") or ""
+    try:
+        messages = []
+        message_dir = storage / "message" / session_id
+        for message_file in sorted(message_dir.glob("*.json")) if message_dir.is_dir() else []:
+            try:
+                data = json.loads(_read_json_file(message_file, digest))
+            except ValueError:
+                collector.malformed += 1
+                continue
+            info = _message_info(data, None)
+            created = info[1] if info else None
+            messages.append((created if isinstance(created, (int, float)) else 0, message_file.stem, info))
+        messages.sort(key=lambda m: (m[0], m[1]))
+        for index, (_, message_id, info) in enumerate(messages):
+            part_dir = storage / "part" / message_id
+            part_files = sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []
+            if info is not None:
+                collector.start(info[0], info[1], index)
+            for part_file in part_files:
+                raw = _read_json_file(part_file, digest)
+                if info is not None:
+                    _part_text(raw, collector)
+        collector.flush()
+    except OSError as exc:
+        return _failed(ref, session_id, str(project), f"read_error: {os_error_reason(exc)}")
+    times = session.get("time") if isinstance(session.get("time"), dict) else {}
+    return SourceUnit(
+        tool=TOOL,
+        record_type="session",
+        format="json",
+        source_identity=ref.locator,
+        session_identity=session_id,
+        project_identity=str(project),
+        created_at=iso_time(times.get("created")),
+        updated_at=iso_time(times.get("updated")),
+        content_hash=digest.hexdigest(),
+        records=collector.records,
+        error=f"malformed_records: {collector.malformed}" if collector.malformed else "",
+        truncated=collector.budget.truncated,
+        stat_key=ref.stat_key,
+    )
