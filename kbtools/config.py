@@ -46,9 +46,11 @@ class EnumsConfig:
 @dataclass(frozen=True)
 class RedactionConfig:
     # Absolute paths under these prefixes are well-known system paths, not private.
+    # Not `/tmp/`: temp files carry user, project and task names (the reference contract
+    # test requires `/tmp/<name>.html` to be redacted).
     public_path_prefixes: tuple[str, ...] = (
         "/usr/", "/etc/", "/opt/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/",
-        "/lib64/", "/var/", "/tmp/", "/run/", "/srv/", "/nix/", "/Library/", "/System/",
+        "/lib64/", "/var/", "/run/", "/srv/", "/nix/", "/Library/", "/System/",
         "/Applications/",
     )
     # Literal strings that are never redacted (e.g. a public host name of the team).

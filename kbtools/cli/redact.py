@@ -1,9 +1,56 @@
-"""`kb redact`."""
+"""`kb redact [--jsonl]`: SPEC §5 redaction as a filter, stdin → stdout."""
 
 from __future__ import annotations
 
+import io
+import sys
+from pathlib import Path
+from typing import Annotated, TextIO
+
 import typer
+
+from kbtools.cli.common import RootOption
+from kbtools.config import RedactionConfig
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    @app.command("redact")
+    def redact(
+        jsonl: Annotated[bool, typer.Option(
+            "--jsonl", help='Each input line is {"text": …}; each output line {"text": redacted, "redactions": [labels]}.',
+        )] = False,
+        root: RootOption = None,
+    ) -> int:
+        """Redact secrets, identities, private hosts and paths from stdin to stdout.
+
+        Uses the redaction settings (public path prefixes, allow-list) of the knowledge
+        base's .kb.yaml when run inside one. A bad --jsonl line is an error naming its
+        line number (exit 2).
+        """
+        from kbtools.redact import Redactor
+        from kbtools.redact.stream import redact_jsonl
+
+        redactor = Redactor(_redaction_config(root))
+        stdin = _utf8(sys.stdin)
+        if jsonl:
+            for line in redact_jsonl(redactor, stdin):
+                sys.stdout.write(line)
+        else:
+            sys.stdout.write(redactor.redact(stdin.read()).text)
+        sys.stdout.flush()
+        return 0
+
+
+def _redaction_config(root: Path | None) -> RedactionConfig:
+    from kbtools.cli.common import resolve_root
+    from kbtools.config import load_config
+
+    return load_config(resolve_root(root)).redaction
+
+
+def _utf8(stream: TextIO) -> TextIO:
+    """stdin as UTF-8 whatever the locale; undecodable bytes become U+FFFD, never a crash."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # already text (tests run in-process with a StringIO)
+        return stream
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", newline="")

@@ -1,0 +1,180 @@
+"""The redaction engine: keyword prefilter → spans → merge → one replacement per span.
+
+All rules look at the *original* text (never at another rule's output), so the
+order of rules cannot make one placeholder swallow another, and a secret is
+replaced exactly once. Overlapping hits merge into one span; the placeholder is
+that of the longest hit in it (the earliest rule on a tie).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from kbtools.config import RedactionConfig
+from kbtools.redact.rules import RULES, Rule
+
+# A line holding this marks a deliberate example: find_secrets (lint check 16) skips
+# hits that start on it. Redaction itself never honours it — transcripts are not curated.
+ALLOW_PRAGMA = "kb:allow-secret"
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    labels: tuple[str, ...]  # placeholders applied, in the order they first appear in `text`
+
+
+@dataclass(frozen=True)
+class SecretHit:
+    start: int
+    end: int
+    kind: str  # the rule id, e.g. "github-token"; never the secret
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    rule: int  # index into the redactor's rules
+    quote: str = ""  # wrap the placeholder in this quote (an unquoted value under a JSON key)
+
+
+class Redactor:
+    """Redacts with ``rules`` (default: all) under ``config`` (public path prefixes, allow-list).
+
+    Cheap to build and picklable (it pickles as its config), so worker processes get their own.
+    """
+
+    def __init__(self, config: RedactionConfig | None = None, *, rules: Iterable[Rule] | None = None) -> None:
+        self.config = config if config is not None else RedactionConfig()
+        self.rules: tuple[Rule, ...] = RULES if rules is None else tuple(rules)
+        self._allow = tuple(a for a in self.config.allow if a)
+        self._secret_rules = tuple(i for i, rule in enumerate(self.rules) if rule.is_secret)
+        self._all_rules = tuple(range(len(self.rules)))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        custom = None if self.rules is RULES else self.rules
+        return (_rebuild, (self.config, custom))
+
+    # -- public -----------------------------------------------------------------
+
+    def redact(self, text: str) -> Redacted:
+        spans = self.spans(text)
+        if not spans:
+            return Redacted(text, ())
+        out: list[str] = []
+        labels: list[str] = []
+        pos = 0
+        for span in spans:
+            placeholder = self.rules[span.rule].placeholder
+            out.append(text[pos:span.start])
+            out.append(f"{span.quote}{placeholder}{span.quote}")
+            if placeholder not in labels:
+                labels.append(placeholder)
+            pos = span.end
+        out.append(text[pos:])
+        return Redacted("".join(out), tuple(labels))
+
+    def find_secrets(self, text: str) -> list[SecretHit]:
+        """Credentials only (no identity, host or path rules); skips lines with the allow pragma."""
+        hits = [SecretHit(s.start, s.end, self.rules[s.rule].id) for s in self.spans(text, secrets_only=True)]
+        if hits and ALLOW_PRAGMA in text:
+            hits = [h for h in hits if ALLOW_PRAGMA not in _line_at(text, h.start)]
+        return hits
+
+    def spans(self, text: str, *, secrets_only: bool = False) -> list[Span]:
+        """Merged, non-overlapping spans in text order."""
+        raw = list(self._raw_spans(text, self._secret_rules if secrets_only else self._all_rules))
+        if not raw:
+            return []
+        if self._allow:
+            raw = [s for s in raw if not self._allowed(text, s)]
+        return self._merge(raw)
+
+    # -- internals --------------------------------------------------------------
+
+    def _raw_spans(self, text: str, indices: tuple[int, ...]) -> Iterator[Span]:
+        lower: str | None = None
+        for index in indices:
+            rule = self.rules[index]
+            if rule.keywords:
+                if lower is None:
+                    lower = text.lower()
+                if not any(k in lower for k in rule.keywords):
+                    continue
+            yield from self._rule_spans(text, index, rule)
+
+    def _rule_spans(self, text: str, index: int, rule: Rule) -> Iterator[Span]:
+        config = self.config
+        if rule.finder is not None:
+            for start, end in rule.finder(text):
+                if end > start:
+                    yield Span(start, end, index)
+            return
+        assert rule.regex is not None
+        for match in rule.regex.finditer(text):
+            start, end, group = match.start(), match.end(), None
+            for name in rule.groups:
+                if match.start(name) >= 0:
+                    start, end, group = match.start(name), match.end(name), name
+                    break
+            if rule.trim:
+                while end > start and text[end - 1] in rule.trim:
+                    end -= 1
+            if end <= start:
+                continue
+            if rule.accept is not None and not rule.accept(text[start:end], text, start, end, config):
+                continue
+            quote = ""
+            if rule.json_quote and group == "v_bare":
+                # `"key": 12345` must stay JSON: the placeholder goes in the key's quotes.
+                key_quote = match.group("kq")
+                quote = key_quote if key_quote in ('"', '\\"') else ""
+            yield Span(start, end, index, quote)
+
+    def _allowed(self, text: str, span: Span) -> bool:
+        """The hit lies inside an occurrence of an allow-listed literal."""
+        for literal in self._allow:
+            lo = max(0, span.end - len(literal))
+            found = text.find(literal, lo, span.start + len(literal))
+            while found != -1 and found <= span.start:
+                if found + len(literal) >= span.end:
+                    return True
+                found = text.find(literal, found + 1, span.start + len(literal))
+        return False
+
+    def _merge(self, raw: list[Span]) -> list[Span]:
+        raw.sort(key=lambda s: (s.start, -s.end, s.rule))
+        merged: list[Span] = []
+        group_start, group_end, best = raw[0].start, raw[0].end, raw[0]
+        for span in raw[1:]:
+            if span.start < group_end:  # overlap: one span, the longest hit names it
+                group_end = max(group_end, span.end)
+                if _better(span, best):
+                    best = span
+                continue
+            merged.append(_settle(group_start, group_end, best))
+            group_start, group_end, best = span.start, span.end, span
+        merged.append(_settle(group_start, group_end, best))
+        return merged
+
+
+def _better(candidate: Span, best: Span) -> bool:
+    length, best_length = candidate.end - candidate.start, best.end - best.start
+    return length > best_length or (length == best_length and candidate.rule < best.rule)
+
+
+def _settle(start: int, end: int, best: Span) -> Span:
+    same = best.start == start and best.end == end
+    return Span(start, end, best.rule, best.quote if same else "")
+
+
+def _line_at(text: str, pos: int) -> str:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start:] if end == -1 else text[start:end]
+
+
+def _rebuild(config: RedactionConfig, rules: tuple[Rule, ...] | None) -> Redactor:
+    return Redactor(config, rules=rules)

@@ -1,0 +1,725 @@
+"""Redaction rules as data: one :class:`Rule` per detector, with its samples next to it.
+
+Order: the ingest contract's categories and placeholders in the contract's order
+(PEM keys, URL passwords, SSH remotes, api-key assignments and ``sk-``/``AKIA``,
+Bearer/Basic and GitHub/Slack tokens, token/secret assignments, password
+assignments, e-mail and ``user@host``, private hosts, paths), then the shapes the
+contract missed (JWT, Google, GitHub fine-grained, GitLab, npm, Stripe, Slack app,
+Anthropic, OpenAI project keys, high-entropy values under secret-looking names).
+
+Each rule marks the *whole* secret as its span — for an assignment the whole value
+(the key and the quotes stay, so JSON stays JSON), for a token the whole token —
+never a capture group that is only a part of it. A rule runs its regex only when
+one of its ``keywords`` occurs in the lower-cased text.
+
+Every regex is written for linear behaviour on hostile input: each quantifier is
+bounded, a match can only start where a token starts (look-behind on the previous
+character), and alternatives inside a repetition never overlap.
+
+Samples are built from pieces at import time (``"gh" + "p_" + …``) so no line of
+this file is itself a credential-shaped literal.
+
+Changing any rule changes ``rules_fingerprint()``; ``REDACTION_VERSION`` must then
+be bumped (a test pins the pair), which makes ``kb ingest`` re-redact every source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from kbtools.config import RedactionConfig
+
+# `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
+# ledger written by the reference pipeline is never mistaken for one redacted here.
+REDACTION_VERSION = "kb1"
+
+API_KEY = "<REDACTED_API_KEY>"
+TOKEN = "<REDACTED_TOKEN>"
+PASSWORD = "<REDACTED_PASSWORD>"
+REPOSITORY = "<PRIVATE_REPOSITORY>"
+EMAIL = "<PRIVATE_EMAIL>"
+HOST = "<PRIVATE_HOST>"
+PATH = "<PRIVATE_PATH>"
+PLACEHOLDERS = (TOKEN, PASSWORD, REPOSITORY, API_KEY, EMAIL, HOST, PATH)
+
+# Categories; only CREDENTIAL rules are secrets (lint check 16, find_secrets).
+CREDENTIAL = "credential"
+REPOSITORY_CATEGORY = "repository"
+IDENTITY = "identity"
+HOST_CATEGORY = "host"
+PATH_CATEGORY = "path"
+
+# A token starts where no identifier character (or backslash: the escaped character of
+# a JSON escape is not a token start) precedes it — or right after a JSON `\n`/`\r`/`\t`.
+START = r"(?:(?<![A-Za-z0-9_\\])|(?<=\\[nrt]))"
+END = r"(?![A-Za-z0-9_])"
+_LOCAL_START = r"(?:(?<![A-Za-z0-9_.%+\\-])|(?<=\\[nrt]))"  # an e-mail's local part
+_LOGIN_START = r"(?:(?<![A-Za-z0-9_.%+@\\-])|(?<=\\[nrt]))"
+
+Accept = Callable[[str, str, int, int, RedactionConfig], bool]
+Finder = Callable[[str], Iterator[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    placeholder: str
+    category: str
+    description: str
+    keywords: tuple[str, ...]  # lower-case; () = always run
+    pattern: str | None = None  # named groups in `groups` mark the secret; else the whole match
+    groups: tuple[str, ...] = ()
+    accept: Accept | None = None  # (value, text, start, end, config) → keep this hit?
+    finder: Finder | None = None  # instead of a pattern, for what a regex cannot do linearly
+    trim: str = ""  # trailing characters dropped from a hit (sentence punctuation after a path)
+    json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
+    true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
+    false_positives: tuple[str, ...] = ()
+    regex: re.Pattern[str] | None = field(default=None, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.pattern is not None:
+            object.__setattr__(self, "regex", re.compile(self.pattern))
+
+    @property
+    def is_secret(self) -> bool:
+        return self.category == CREDENTIAL
+
+
+# ---------------------------------------------------------------------------
+# Sample material: deterministic filler, assembled at import time.
+
+_FILLER = "Q7mX2kR9vL4pT8wN3cJ6hB1dF5gZ0sYaEuIoKe"
+
+
+def fill(n: int, offset: int = 0, alphabet: str = _FILLER) -> str:
+    """``n`` characters of varied filler (deterministic; high enough entropy for any rule)."""
+    return "".join(alphabet[(offset + i * 7) % len(alphabet)] for i in range(n))
+
+
+def _upper(n: int, offset: int = 0) -> str:
+    return fill(n, offset, "Q7MX2KR9VL4PT8WN3CJ6HB1DF5GZ0SYAE")
+
+
+# ---------------------------------------------------------------------------
+# Value checks.
+
+_REFERENCE_PREFIXES = (
+    "$", "%", "{{", "<", "os.environ", "os.getenv", "process.env", "import.meta.env", "env[", "env.",
+    "getenv", "system.getenv", "deno.env", "secrets.", "vars.", "inputs.", "self.", "this.", "cls.",
+    "config.", "cfg.", "settings.", "args.", "opts.", "options.", "ctx.", "props.", "params.",
+    "request.", "req.",
+)
+_NOT_A_VALUE = frozenset(
+    """true false null none nil undefined str string bytes int bool any optional required redacted
+    [redacted] hidden masked omitted empty unset n/a na tbd todo xxx ... … a an the is are was to of in
+    on for and or not no yes it this that see use set from with by as be if each per one""".split()
+)
+_MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
+_ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
+def is_reference(value: str, following: str = "") -> bool:
+    """``$VAR``, ``${VAR}``, ``os.environ[...]``, ``process.env.X``, ``{{ tmpl }}``, ``<YOUR_TOKEN>``,
+    a call ``get_secret()``, a constant ``MY_API_KEY``: a pointer to a secret, not one."""
+    low = value.lower()
+    if low.startswith(_REFERENCE_PREFIXES) or low.startswith("your") and len(value) > 4 and not value[4].isalnum():
+        return True
+    if following == "(" or following == "[":  # a call or a subscript: the value is computed
+        return True
+    return bool(_ALL_CAPS_NAME.fullmatch(value))
+
+
+def is_credential_value(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    """An assigned value that may be a credential (placeholders and references are not)."""
+    stripped = value.strip()
+    if not stripped or stripped.lower() in _NOT_A_VALUE or _MASKED.fullmatch(stripped):
+        return False
+    if stripped in PLACEHOLDERS:
+        return False
+    following = text[end:end + 1]
+    return not is_reference(stripped, following)
+
+
+def shannon_entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_.~-]{16,1024}")
+_HEX_OR_UUID = re.compile(r"[0-9a-fA-F]{7,64}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_VERSIONISH = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.][0-9A-Za-z.-]*)?")
+
+
+def is_high_entropy(value: str) -> bool:
+    """Random-looking: token characters only, ≥ 16 long, letters and digits, entropy ≥ 3.3 bits/char;
+    not a hex digest, git sha, UUID or version."""
+    if not _TOKEN_CHARS.fullmatch(value) or _HEX_OR_UUID.fullmatch(value) or _VERSIONISH.fullmatch(value):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    return shannon_entropy(value) >= 3.3
+
+
+def _secret_name_high_entropy(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    name = _assigned_name(text, start)
+    if "public" in name.lower() or "pub_key" in name.lower():
+        return False
+    return is_credential_value(value, text, start, end, config) and is_high_entropy(value)
+
+
+_NAME_BEFORE = re.compile(r"([A-Za-z0-9_-]{1,128})\\?[\"']?[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:)[ \t]{0,8}\\?[\"']?$")
+
+
+def _assigned_name(text: str, value_start: int) -> str:
+    m = _NAME_BEFORE.search(text, max(0, value_start - 160), value_start)
+    return m.group(1) if m else ""
+
+
+def _has_mixed_classes(value: str) -> bool:
+    """Not a plain word: a digit, or a capital after the first character."""
+    return any(c.isdigit() for c in value) or any(c.isupper() for c in value[1:])
+
+
+def _url_password(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    userinfo = value.split("://", 1)[1].split("@", 1)[0]
+    return not is_reference(userinfo.split(":", 1)[1])
+
+
+def _sk_key(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(value[3:])  # `sk-learn-compatible-…` is kebab-case prose
+
+
+def _credential_token(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(value)
+
+
+# ---------------------------------------------------------------------------
+# Assignments: `name = value`, `name: value`, `"name": "value"`, `\"name\": \"value\"`.
+
+# A value in one of four forms; the group that matched is the secret. In the escaped form
+# (JSON inside a JSON string) a unit is an escaped escape, another escape, or a plain character.
+_VALUE = (
+    r"(?:(?:Bearer|Basic|Token|Bot|Digest)[ \t]{1,4})?"  # an HTTP scheme word stays readable
+    r"(?:"
+    r'\\"(?P<v_edq>(?:\\\\(?:\\[\\"]|[^\\"])|\\[^\\"]|[^\\"\r\n]){1,4096})\\"'
+    r'|"(?P<v_dq>(?:[^"\\\r\n]|\\.){1,4096})"'
+    r"|'(?P<v_sq>(?:[^'\\\r\n]|\\.){1,4096})'"
+    r"|(?P<v_bare>[^\s,;\"'`\\<>()\[\]{}&|]{1,4096}+)"
+    r")"
+)
+_VALUE_GROUPS = ("v_edq", "v_dq", "v_sq", "v_bare")
+_SEPARATOR = (
+    r"(?:[ \t]{0,8}:[ \t]{0,4}(?:str|bytes|string|String|SecretStr|Optional\[str\]|str[ \t]?\|[ \t]?None)"
+    r"[ \t]{0,4}=|[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:))(?![=:/])[ \t]{0,8}"
+)
+
+
+def assignment(name: str) -> str:
+    """``name`` (a case-insensitive regex for the whole key), optionally quoted, a separator, a value."""
+    return (
+        r"(?P<kq>\\?[\"'])?(?<![A-Za-z0-9_-])"
+        rf"(?i:{name})"
+        r"(?(kq)(?P=kq))" + _SEPARATOR + _VALUE
+    )
+
+
+# ---------------------------------------------------------------------------
+# PEM private keys: BEGIN … END pairs found with two linear scans. A block cut off
+# before its END (a truncated transcript) is redacted through the end of its body.
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=:, \t\r\n-]|\\[nrt]){0,65536}")
+
+
+def find_private_keys(text: str) -> Iterator[tuple[int, int]]:
+    pos = 0
+    ends_exhausted = False
+    while True:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None:
+            return
+        end = None if ends_exhausted else _PEM_END.search(text, begin.end())
+        if end is None:
+            ends_exhausted = True  # no END anywhere later: every later BEGIN is truncated too
+            body = _PEM_BODY.match(text, begin.end())
+            stop = body.end() if body else begin.end()
+            yield begin.start(), stop
+            pos = max(stop, begin.end())
+        else:
+            yield begin.start(), end.end()
+            pos = end.end()
+
+
+# ---------------------------------------------------------------------------
+# Identity and hosts.
+
+_FILE_EXTENSION_TLDS = frozenset(
+    "png jpg jpeg gif svg webp ico bmp css scss less js mjs cjs ts tsx jsx json lock yaml yml toml "
+    "html htm txt map wasm vue svelte astro mdx ini cfg conf log csv".split()
+)
+
+
+def _email(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    return value.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSION_TLDS
+
+
+# `pkg@tag`: npm dist-tags, branch names and version pins are not hosts.
+_PACKAGE_TAGS = frozenset(
+    "latest next canary beta alpha rc stable lts nightly experimental insiders dev edge main master head "
+    "preview release current legacy".split()
+)
+_VERSION_PIN = re.compile(r"v?\d[\w.-]*|[0-9a-fA-F]{7,40}|\d+\.x|x|sha\d{1,3}|md5")
+
+
+def _login_at_host(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    host = value.rsplit("@", 1)[1]
+    if host[0].isdigit():  # only a dotted-quad address is a host here; `pkg@18.2.0` is a version
+        return _is_ipv4(host)
+    if host.lower() in _PACKAGE_TAGS or _VERSION_PIN.fullmatch(host):
+        return False
+    return len(host) >= 2
+
+
+def _is_ipv4(value: str) -> bool:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+_PRIVATE_V4 = tuple(
+    ipaddress.IPv4Network(n)
+    for n in ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
+)
+_PRIVATE_V6 = tuple(ipaddress.IPv6Network(n) for n in ("::1/128", "fc00::/7", "fe80::/10"))
+
+
+def _private_ipv4(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    try:
+        address = ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return any(address in net for net in _PRIVATE_V4)
+
+
+def _private_ipv6(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    try:
+        address = ipaddress.IPv6Address(value.split("%", 1)[0])
+    except ValueError:  # `fcab:12`, `std::` and friends are not addresses
+        return False
+    return any(address in net for net in _PRIVATE_V6)
+
+
+# ---------------------------------------------------------------------------
+# Paths. A path starts after a delimiter: whitespace, a quote, `(=[{,:>|<`, or any
+# non-ASCII character (CJK prose has no spaces) — never inside a word or a URL.
+
+_NOT_DELIM = r"A-Za-z0-9_.~%+\-/\\@#$&*!?^"
+# One character of a path segment: not a separator (`/`, `\`), not `:` (a `PATH` list or
+# `file.py:12`), not whitespace, quotes or closing brackets.
+_SEG = r"[^\s\"'`)\]}>,;:<\\/]"
+
+
+def _not_public(config: RedactionConfig, path: str) -> bool:
+    return not path.startswith(config.public_path_prefixes)
+
+
+def _posix_path(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    return _not_public(config, value)
+
+
+def _file_url(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+    path = "/" + value.lstrip("/") if value.startswith("/") else value
+    return _not_public(config, path)
+
+
+# ---------------------------------------------------------------------------
+# The rules.
+
+_gh = "gh" + "p_"
+_json_esc = '\\"'
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="private-key", placeholder=TOKEN, category=CREDENTIAL,
+        description="PEM private key block (RSA, EC, OpenSSH, PGP, PKCS#8), BEGIN to END",
+        keywords=("private key",), finder=find_private_keys,
+        true_positives=(
+            ("x -----BEGIN RSA " + "PRIVATE KEY-----\n" + fill(64) + "\n-----END RSA PRIVATE KEY----- y", fill(64)),
+            ('{"key": "-----BEGIN ' + "PRIVATE KEY-----\\n" + fill(48, 3) + '\\n-----END PRIVATE KEY-----"}',
+             fill(48, 3)),
+            ("truncated: -----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + fill(70, 5) + "\n", fill(70, 5)),
+        ),
+        false_positives=("the file starts with a private key header", "-----BEGIN PUBLIC KEY-----\nMFkw\n"),
+    ),
+    Rule(
+        id="url-password", placeholder=PASSWORD, category=CREDENTIAL,
+        description="URL with a userinfo password (`scheme://user:pass@host/…`); the whole URL",
+        keywords=("://",),
+        pattern=(
+            r"(?<![A-Za-z0-9+.\\-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
+            r"(?P<user>[^\s/@:\"'`<>\\]{0,256}):(?P<password>[^\s/@\"'`<>\\]{1,512})@"
+            r"[^\s\"'`<>\\)\]}]{1,2048}"
+        ),
+        accept=_url_password,
+        true_positives=(
+            ("postgres://dbuser:" + "dsn-password@db.example/app", "dsn-password"),
+            ("redis://:" + "redis-password@localhost:6379/0", "redis-password"),
+            ("origin\thttps://bot:" + fill(20) + "@git.example.com/team/wiki.git (fetch)", fill(20)),
+        ),
+        false_positives=(
+            "https://example.com/docs", "http://localhost:8080/path", "https://user:${TOKEN}@example.com/x",
+            "see https://example.com:443/a@b",
+        ),
+    ),
+    Rule(
+        id="ssh-remote", placeholder=REPOSITORY, category=REPOSITORY_CATEGORY,
+        description="SSH git remote `git@host:path` (and `ssh://git@host/path`)",
+        keywords=("git@",),
+        pattern=(
+            r"(?<![A-Za-z0-9._%+\\-])(?:ssh://)?git@[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5}/|[:/])"
+            r"[^\s\"'`<>\\)\]}]{1,1024}"
+        ),
+        true_positives=(("git clone git@github.com:private/repo.git", "private/repo"),
+                        ("ssh://git@gitlab.example.com/team/x.git", "team/x")),
+        false_positives=("git@ is the user", "digit@home"),
+    ),
+    Rule(
+        id="api-key-assignment", placeholder=API_KEY, category=CREDENTIAL,
+        description="a value assigned to `*api_key*` / `apiKey` / `x-api-key` (key and quotes kept)",
+        keywords=("apikey", "api_key", "api-key"),
+        pattern=assignment(r"[A-Za-z0-9_-]{0,64}?api[_-]?key[A-Za-z0-9_-]{0,32}+"),
+        groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
+        true_positives=(
+            ("OPENAI_API_KEY=sk-" + "a" * 16, "a" * 16),
+            ('{"api_key": "z' + fill(12) + '"}', "z" + fill(12)),
+            (json.dumps(json.dumps({"api_key": 'ab"' + fill(9)})), fill(9)),
+            ("x-api-key: " + fill(24, 2), fill(24, 2)),
+            ('{"apiKey": 12345678}', "12345678"),
+        ),
+        false_positives=(
+            "API_KEY=${API_KEY}", "api_key = os.environ[\"API_KEY\"]", "apiKey: process.env.API_KEY",
+            "api_key=$API_KEY", "api_key: <YOUR_API_KEY>", "api_key = get_api_key()", "api_key: str",
+            "OPENAI_API_KEY=<REDACTED_API_KEY>", "api_key=MY_API_KEY", "the api_key is required",
+        ),
+    ),
+    Rule(
+        id="openai-api-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="`sk-…` secret key, 16+ characters with a digit or capital (not `sk-ant-`/`sk-proj-`)",
+        keywords=("sk-",),
+        pattern=START + r"sk-(?!ant-|proj-)(?P<key>[A-Za-z0-9_-]{16,256}+)",
+        accept=_sk_key,
+        true_positives=(("key sk-" + fill(48), fill(48)),),
+        false_positives=("use sk-learn-compatible-estimators here", "task-" + fill(20)),
+    ),
+    Rule(
+        id="aws-access-key-id", placeholder=API_KEY, category=CREDENTIAL,
+        description="AWS access key id `AKIA…` (and `ASIA`/`ABIA`/`ACCA`)",
+        keywords=("akia", "asia", "abia", "acca"),
+        pattern=START + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + END,
+        true_positives=(("aws_access_key_id = AK" + "IA" + _upper(16), "IA" + _upper(16)),),
+        false_positives=("ASIAN markets", "AKIA" + "short"),
+    ),
+    Rule(
+        id="http-auth", placeholder=TOKEN, category=CREDENTIAL,
+        description="`Bearer`/`Basic` credential of 12+ characters (the scheme word stays)",
+        keywords=("bearer", "basic"),
+        pattern=r"(?<![A-Za-z0-9_])(?:[Bb]earer|[Bb]asic)[ \t]{1,8}(?P<credential>[A-Za-z0-9._~+/=-]{12,8192}+)",
+        groups=("credential",), accept=_credential_token,
+        true_positives=(
+            ("curl -H 'Authorization: Bearer " + fill(32) + "'", fill(32)),
+            ("Authorization: Basic dXNlcjpwYXNz" + "d29yZA==", "dXNlcjpwYXNz"),
+        ),
+        false_positives=("Basic authentication works", "Bearer $TOKEN", "Bearer <YOUR_TOKEN>",
+                         "a basic understanding"),
+    ),
+    Rule(
+        id="github-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="GitHub token `gh[pousr]_…` (incl. the long `ghs_` installation format)",
+        keywords=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        pattern=START + r"gh[pousr]_[A-Za-z0-9_]{16,1024}+(?:[.-][A-Za-z0-9_-]{1,2048}+){0,4}",
+        true_positives=((("APP_TOKEN=" + _gh + fill(36)), fill(36)),
+                        ('"\\n' + _gh + fill(36, 1) + '\\n"', fill(36, 1))),
+        false_positives=("the ghp_ prefix", "ghp_short"),
+    ),
+    Rule(
+        id="slack-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="Slack token `xox[baprse]-…`",
+        keywords=("xox",),
+        pattern=START + r"xox[baprse]-[A-Za-z0-9-]{16,512}+",
+        true_positives=(("xo" + "xb-" + "123456789012-" + fill(24), fill(24)),),
+        false_positives=("xoxb- tokens start like this",),
+    ),
+    Rule(
+        id="secret-assignment", placeholder=TOKEN, category=CREDENTIAL,
+        description="a value assigned to `*token`, `*authorization`, `*cookie`, `*secret`, `*secret_key` "
+        "(`tokens_saved=42`, `token_count=10`, `max_tokens=4096` survive: the name must end there)",
+        keywords=("token", "authorization", "cookie", "secret"),
+        pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:token|authorization|cookie|secret(?:[_-]?key)?)(?![A-Za-z0-9_-])"),
+        groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
+        true_positives=(
+            ("NPM_TOKEN=opaque-value", "opaque-value"),
+            ('{"cookie": "sid=' + fill(16) + '"}', fill(16)),
+            ('{"token":"ab\\"' + fill(8) + '"}', fill(8)),
+            ("Authorization: Bearer " + fill(20, 4), fill(20, 4)),
+            ("client_secret: " + fill(30, 6), fill(30, 6)),
+            ("accessToken = '" + fill(18, 2) + "'", fill(18, 2)),
+        ),
+        false_positives=(
+            "tokens_saved=42 token_count=10", "max_tokens=4096", "token: ${{ secrets.GITHUB_TOKEN }}",
+            "GITHUB_TOKEN=$GITHUB_TOKEN", "token = os.getenv('TOKEN')", "secret: <YOUR_SECRET>",
+            "token_type: bearer", "Token: the smallest unit", "token=<REDACTED_TOKEN>", "token == expected",
+            "const token = process.env.API_TOKEN", "token: str", "auth_token = None",
+        ),
+    ),
+    Rule(
+        id="cookie-header", placeholder=TOKEN, category=CREDENTIAL,
+        description="a `Cookie:`/`Set-Cookie:` header line, every pair to the end of the line",
+        keywords=("cookie",),
+        pattern=r"(?<![A-Za-z0-9_-])(?i:(?:set-)?cookie):[ \t]{0,8}(?P<cookie>[^\r\n\"'\\]{1,4096}+)",
+        groups=("cookie",), accept=is_credential_value,
+        true_positives=(("Cookie: theme=dark; session=" + fill(24), fill(24)),),
+        false_positives=("Cookie: <REDACTED_TOKEN>",),
+    ),
+    Rule(
+        id="password-assignment", placeholder=PASSWORD, category=CREDENTIAL,
+        description="a value assigned to `*password*`, `*passwd*`, `*passphrase*`",
+        keywords=("password", "passwd", "passphrase"),
+        pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:password|passwd|passphrase)[A-Za-z0-9_-]{0,32}+"),
+        groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
+        true_positives=(
+            ("NACOS_PASSWORD=hunter2", "hunter2"),
+            ('{"password": "x' + fill(6) + '"}', "x" + fill(6)),
+            ("db:\n  password: 'p\\'w" + fill(5) + "'", fill(5)),
+            ('\\"password\\":\\"q\\\\\\"' + fill(7) + '\\"', fill(7)),
+        ),
+        false_positives=("password=${DB_PASSWORD}", "password: <YOUR_PASSWORD>", "password = input('pw: ')",
+                         "password: null", "the password is wrong", "password=<REDACTED_PASSWORD>"),
+    ),
+    Rule(
+        id="email", placeholder=EMAIL, category=IDENTITY,
+        description="e-mail address",
+        keywords=("@",),
+        pattern=_LOCAL_START + r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}" + END,
+        accept=_email,
+        true_positives=(("mail alice@example.com now", "alice@example.com"),
+                        ("中文me@x.org", "me@x.org")),
+        false_positives=("logo@2x.png", "react@18.2.0", "astro@latest"),
+    ),
+    Rule(
+        id="login-at-host", placeholder=EMAIL, category=IDENTITY,
+        description="`user@host` (not `pkg@version`, `pkg@latest`, `action@v4`)",
+        keywords=("@",),
+        pattern=_LOGIN_START + r"[A-Za-z0-9._-]{1,64}@(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9_-]{1,63})(?![A-Za-z0-9_@-]|\.[A-Za-z0-9])",
+        accept=_login_at_host,
+        true_positives=(("ssh user@buildbox", "user@buildbox"), ("root@10.0.0.7", "root")),
+        false_positives=("astro@latest", "vitest@3", "react@18.2.0", "actions/checkout@v4", "pkg@next",
+                         "img@sha256", "a@a@a@a"),
+    ),
+    Rule(
+        id="private-ipv4", placeholder=HOST, category=HOST_CATEGORY,
+        description="loopback, RFC 1918, link-local and CGNAT IPv4 addresses",
+        keywords=("10.", "127.", "172.", "192.168.", "169.254.", "100."),
+        pattern=r"(?<![A-Za-z0-9_.\\])(?:10|127|172|192|169|100)\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)",
+        accept=_private_ipv4,
+        true_positives=(("host 192.168.1.2 up", "192.168.1.2"), ("127.0.0.1:8080", "127.0.0.1"),
+                        ("10.1.2.3", "10.1.2.3")),
+        false_positives=("8.8.8.8", "version 10.2.3", "172.32.0.1", "1.10.0.1.2"),
+    ),
+    Rule(
+        id="private-ipv6", placeholder=HOST, category=HOST_CATEGORY,
+        description="IPv6 loopback `::1`, unique-local `fc00::/7`, link-local `fe80::/10` (validated)",
+        keywords=(":",),
+        pattern=r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])",
+        accept=_private_ipv6,
+        true_positives=(("bind ::1 now", "::1"), ("fe80::1", "fe80::1"), ("fd00::42", "fd00::42")),
+        false_positives=("fcab:12", "std::vector", "foo::1", "2001:db8::1", "12:30:45"),
+    ),
+    Rule(
+        id="private-hostname", placeholder=HOST, category=HOST_CATEGORY,
+        description="`localhost` and names under `.internal`, `.local`, `.lan`, `.corp`, `.home.arpa`",
+        keywords=("localhost", ".internal", ".local", ".lan", ".corp", ".home.arpa"),
+        pattern=(
+            r"(?<![A-Za-z0-9_.\\-])(?i:localhost|(?:[a-z0-9-]{1,63}\.){1,10}"
+            r"(?:internal|localdomain|local|lan|corp|home\.arpa))(?![A-Za-z0-9_-]|\.[A-Za-z0-9])"
+        ),
+        true_positives=(("db.internal:5432", "db.internal"), ("http://localhost:3000", "localhost"),
+                        ("printer.lan", "printer.lan")),
+        false_positives=(".env.local", "settings.local.json", "example.com", "localhosts"),
+    ),
+    Rule(
+        id="unc-path", placeholder=PATH, category=PATH_CATEGORY,
+        description="UNC path `\\\\server\\share\\…` (also JSON-escaped)",
+        keywords=("\\\\",),
+        pattern=(
+            r"(?<![A-Za-z0-9_\\])\\{2,8}[A-Za-z0-9._$-]{2,255}(?:\\{1,4}" + _SEG + r"{1,255}){1,64}"
+        ),
+        true_positives=(("open \\\\corp-fs\\private\\file now", "corp-fs"),),
+        false_positives=("\\\\n", "a\\\\b"),
+    ),
+    Rule(
+        id="windows-path", placeholder=PATH, category=PATH_CATEGORY,
+        description="Windows drive path `C:\\…` or `C:/…` (also JSON-escaped)",
+        keywords=(":\\", ":/"),
+        pattern=START + r"[A-Za-z]:(?:\\{1,4}|/(?!/))" + _SEG + r"{1,255}(?:(?:\\{1,4}|/)" + _SEG + r"{1,255}){0,64}",
+        true_positives=(("C:\\Users\\alice\\secret", "alice"), ("D:\\work\\private-repo", "private-repo"),
+                        ('"C:\\\\Users\\\\bob"', "bob")),
+        false_positives=("https://example.com", "note: see"),
+    ),
+    Rule(
+        id="tilde-path", placeholder=PATH, category=PATH_CATEGORY,
+        description="home-relative path `~/…`",
+        keywords=("~/",),
+        pattern=r"(?<![" + _NOT_DELIM + r"])~/" + _SEG + r"{1,255}(?:/" + _SEG + r"{1,255}){0,64}",
+        trim=".:!?",
+        true_positives=(("cat ~/.config/app", ".config/app"), ("path:~/.omp/store", ".omp/store")),
+        false_positives=("a~/b", "~/"),
+    ),
+    Rule(
+        id="file-url", placeholder=PATH, category=PATH_CATEGORY,
+        description="`file:` URL path (not under a public system prefix)",
+        keywords=("file:",),
+        pattern=r"(?<![A-Za-z0-9_])file:(?P<path>(?:/{1,3}|~/)" + _SEG + r"{1,255}(?:/" + _SEG + r"{1,255}){0,64})",
+        groups=("path",), accept=_file_url, trim=".:!?",
+        true_positives=(("file:/home/alice/source", "alice"), ("file:///Users/bob/x.txt", "bob")),
+        false_positives=("file:///usr/share/doc/x", "profile:/x"),
+    ),
+    Rule(
+        id="posix-path", placeholder=PATH, category=PATH_CATEGORY,
+        description="absolute POSIX path after a delimiter, two segments or more (`/home/…`, `/Users/…`, "
+        "`/tmp/…`); well-known system prefixes (`/usr/`, `/etc/`, `/opt/`, `/proc/`…) are public",
+        keywords=("/",),
+        pattern=r"(?<![" + _NOT_DELIM + r"])/" + _SEG + r"{1,255}(?:/" + _SEG + r"{0,255}){1,64}",
+        accept=_posix_path, trim=".:!?",
+        true_positives=(
+            ("中文/home/alice/app", "alice"), (">/home/alice/redirect", "alice"),
+            ("wrote /tmp/architecture-review-output.html.", "architecture-review-output"),
+            ("PATH=/usr/bin:/Users/bob/bin", "bob"),
+        ),
+        false_positives=(
+            "key:/value", "/usr/bin/env", "/etc/hosts", "/opt/homebrew/bin", "/proc/self/status",
+            "https://example.com/home/about", "and/or", "2024/01/02", "./rel/x", "../up/y",
+        ),
+    ),
+    # --- beyond the contract -------------------------------------------------
+    Rule(
+        id="jwt", placeholder=TOKEN, category=CREDENTIAL,
+        description="JSON Web Token `eyJ….eyJ….…`",
+        keywords=("eyj",),
+        pattern=START + r"eyJ[A-Za-z0-9_-]{8,4096}+\.[A-Za-z0-9_-]{8,8192}+\.[A-Za-z0-9_-]{0,4096}+",
+        true_positives=(("jwt eyJ" + fill(20) + ".eyJ" + fill(30, 3) + "." + fill(43, 5), fill(30, 3)),),
+        false_positives=("eyJ alone", "eyJhbGciOi"),
+    ),
+    Rule(
+        id="google-api-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="Google API key `AIza…`",
+        keywords=("aiza",),
+        pattern=START + r"AIza[0-9A-Za-z_-]{35}" + r"(?![A-Za-z0-9_-])",
+        true_positives=(("maps AI" + "za" + fill(35), fill(35)),),
+        false_positives=("AIzawhatever",),
+    ),
+    Rule(
+        id="github-fine-grained-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="GitHub fine-grained personal access token `github_pat_…`",
+        keywords=("github_pat_",),
+        pattern=START + r"github_pat_[A-Za-z0-9_]{22,255}+",
+        true_positives=(("github" + "_pat_" + fill(22) + "_" + fill(59, 2), fill(59, 2)),),
+        false_positives=("github_pat_ prefix",),
+    ),
+    Rule(
+        id="gitlab-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="GitLab token `glpat-…` (and `gldt-`, `glrt-`, `glptt-`, `glcbt-`)",
+        keywords=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-"),
+        pattern=START + r"gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,300}+(?:\.[A-Za-z0-9_-]{1,64}+){0,3}",
+        true_positives=(("gl" + "pat-" + fill(20), fill(20)),),
+        false_positives=("glpat- prefix",),
+    ),
+    Rule(
+        id="npm-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="npm access token `npm_…`",
+        keywords=("npm_",),
+        pattern=START + r"npm_[A-Za-z0-9]{36}" + END,
+        true_positives=(("//registry.npmjs.org/:_authToken=np" + "m_" + fill(36), fill(36)),),
+        false_positives=("npm_config_cache", "npm_package_version"),
+    ),
+    Rule(
+        id="stripe-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="Stripe secret or restricted key `sk_live_…`/`rk_live_…` (and `_test_`)",
+        keywords=("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+        pattern=START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,247}" + END,
+        true_positives=(("sk" + "_live_" + fill(24), fill(24)), ("rk" + "_live_" + fill(24, 1), fill(24, 1))),
+        false_positives=("sk_live_ prefix",),
+    ),
+    Rule(
+        id="slack-app-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="Slack app-level token `xapp-…`",
+        keywords=("xapp-",),
+        pattern=START + r"xapp-[A-Za-z0-9-]{16,512}+",
+        true_positives=(("xa" + "pp-1-A" + fill(10) + "-1234-" + fill(40), fill(40)),),
+        false_positives=("xapp- prefix",),
+    ),
+    Rule(
+        id="anthropic-api-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="Anthropic key `sk-ant-…` (api and admin)",
+        keywords=("sk-ant-",),
+        pattern=START + r"sk-ant-[A-Za-z0-9_-]{20,512}+",
+        true_positives=(("sk" + "-ant-api03-" + fill(93) + "AA", fill(93)),),
+        false_positives=("sk-ant- prefix",),
+    ),
+    Rule(
+        id="openai-project-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="OpenAI project/service key `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`",
+        keywords=("sk-proj-", "sk-svcacct-", "sk-admin-"),
+        pattern=START + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,512}+",
+        true_positives=(("sk" + "-proj-" + fill(100), fill(100)),),
+        false_positives=("sk-proj- prefix",),
+    ),
+    Rule(
+        id="secret-name-high-entropy", placeholder=TOKEN, category=CREDENTIAL,
+        description="a random-looking value (≥ 16 chars, letters and digits, ≥ 3.3 bits/char) assigned to a "
+        "name containing key, secret, token, credential, auth, pass, private, signature, salt, dsn or seed "
+        "(not `public`; digests, shas, UUIDs and versions are not random-looking)",
+        keywords=("key", "secret", "token", "cred", "auth", "pass", "pwd", "private", "signature", "salt",
+                  "dsn", "seed"),
+        pattern=assignment(
+            r"[A-Za-z0-9_-]{0,64}?(?:key|secret|token|credential|auth|pass|pwd|private|signature|salt|dsn|seed)"
+            r"[A-Za-z0-9_-]{0,64}+"
+        ),
+        groups=_VALUE_GROUPS, accept=_secret_name_high_entropy, json_quote=True,
+        true_positives=(
+            ("AWS_SECRET_ACCESS_KEY=" + fill(40), fill(40)),
+            ('{"signing_key": "' + fill(32, 9) + '"}', fill(32, 9)),
+        ),
+        false_positives=(
+            "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b", "idempotency_key=0b7d8c2e-1f3a-4b5c-9d6e-7f8a9b0c1d2e",
+            "public_key: " + fill(40), "primary_key=id", "sort_key = 'created_at_desc_order_index'",
+            "key_version=1.2.3-beta.4",
+        ),
+    ),
+)
+
+RULES_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def rules_fingerprint(rules: tuple[Rule, ...] = RULES) -> str:
+    """A digest of everything about the rules that can change redacted output."""
+    parts = []
+    for rule in rules:
+        parts.append("\0".join((
+            rule.id, rule.placeholder, rule.category, ",".join(rule.keywords), rule.pattern or "",
+            ",".join(rule.groups), getattr(rule.accept, "__name__", "") or "",
+            getattr(rule.finder, "__name__", "") or "", rule.trim, str(rule.json_quote),
+        )))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
