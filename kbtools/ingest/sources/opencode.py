@@ -195,6 +195,25 @@ class _Collector:
         self._texts = []
         self._current = None
 
+    def unit(
+        self, ref: SourceRef, session_id: str, project: str, content_hash: str, created: Any, updated: Any
+    ) -> SourceUnit:
+        return SourceUnit(
+            tool=TOOL,
+            record_type="session",
+            format=ref.format,
+            source_identity=ref.locator,
+            session_identity=session_id,
+            project_identity=project,
+            created_at=iso_time(created),
+            updated_at=iso_time(updated),
+            content_hash=content_hash,
+            records=self.records,
+            error=f"malformed_records: {self.malformed}" if self.malformed else "",
+            truncated=self.budget.truncated,
+            stat_key=ref.stat_key,
+        )
+
 
 def _message_info(data: Any, fallback_time: Any) -> tuple[str, Any] | None:
     """(role, created) of a prose message, or None for other messages."""
@@ -273,20 +292,9 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return SourceUnit(
-        tool=TOOL,
-        record_type="session",
-        format="sqlite",
-        source_identity=ref.locator,
-        session_identity=session.session_id,
-        project_identity=session.project,
-        created_at=iso_time(session_row.get("time_created")),
-        updated_at=iso_time(session_row.get("time_updated")),
-        content_hash=digest.hexdigest(),
-        records=collector.records,
-        error=f"malformed_records: {collector.malformed}" if collector.malformed else "",
-        truncated=collector.budget.truncated,
-        stat_key=ref.stat_key,
+    return collector.unit(
+        ref, session.session_id, session.project, digest.hexdigest(),
+        session_row.get("time_created"), session_row.get("time_updated"),
     )
 
 
@@ -363,18 +371,6 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     except OSError as exc:
         return _failed(ref, session_id, str(project), f"read_error: {os_error_reason(exc)}")
     times = session.get("time") if isinstance(session.get("time"), dict) else {}
-    return SourceUnit(
-        tool=TOOL,
-        record_type="session",
-        format="json",
-        source_identity=ref.locator,
-        session_identity=session_id,
-        project_identity=str(project),
-        created_at=iso_time(times.get("created")),
-        updated_at=iso_time(times.get("updated")),
-        content_hash=digest.hexdigest(),
-        records=collector.records,
-        error=f"malformed_records: {collector.malformed}" if collector.malformed else "",
-        truncated=collector.budget.truncated,
-        stat_key=ref.stat_key,
+    return collector.unit(
+        ref, session_id, str(project), digest.hexdigest(), times.get("created"), times.get("updated")
     )
