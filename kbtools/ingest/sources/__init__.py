@@ -33,7 +33,7 @@ from typing import Any
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources import codex, omp, opencode
+from kbtools.ingest.sources import codex, omp, opencode, prompt_history
 from kbtools.ingest.sources.common import error_unit
 
 
@@ -50,6 +50,7 @@ SOURCES: tuple[Source, ...] = (
     Source("omp", omp.discover, omp.load, (("omp", None),)),
     Source("opencode", opencode.discover, opencode.load, (("opencode", None),)),
     Source("codex", codex.discover, codex.load, (("codex", None),)),
+    Source("prompt_history", prompt_history.discover, prompt_history.load, (("opencode", "prompt-history"),)),
 )
 
 
