@@ -1,9 +1,68 @@
-"""`kb raw`."""
+"""`kb raw add` and `kb raw verify`."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+
+from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
 
 
 def register(app: typer.Typer) -> None:
-    """Not wired yet."""
+    raw = typer.Typer(name="raw", help="Add raw evidence; verify the raw manifest.", no_args_is_help=True)
+    app.add_typer(raw)
+
+    @raw.command("add")
+    def add(
+        files: Annotated[list[Path], typer.Argument(help="Evidence files: Markdown, or UTF-8 text (wrapped in a "
+                                                         "fenced block). Binary files are refused.")],
+        locale: Annotated[Optional[str], typer.Option("--locale", help="Locale folder (default: the canonical "
+                                                                        "locale).")] = None,
+        slug: Annotated[Optional[str], typer.Option("--slug", help="Slug of the raw file (one FILE only; default: "
+                                                                    "the file name in kebab-case).")] = None,
+        source_type: Annotated[Optional[str], typer.Option("--source-type", help="sourceType when the file has "
+                                                                                  "none (default: file).")] = None,
+        source_url: Annotated[Optional[str], typer.Option("--source-url", help="sourceUrl when the file has none "
+                                                                                "(default: file:<name>).")] = None,
+        root: RootOption = None,
+    ) -> None:
+        """Copy evidence into the raw layer and append its manifest line (never rewrites a line)."""
+        from kbtools.kb.raw_add import add_raw
+
+        _, layout = open_kb(root)
+        for added in add_raw(layout, files, locale=locale, slug=slug, source_type=source_type,
+                             source_url=source_url):
+            extra = f"; added {', '.join(added.fields_added)}" if added.fields_added else ""
+            wrapped = "; text wrapped in a fenced block" if added.wrapped else ""
+            print(f"added {layout.rel(added.path)} (sha256 {added.sha256}{extra}{wrapped})")
+            print(f"  manifest: appended '{added.sha256[:12]}… {added.rel}' to {layout.rel(layout.raw_manifest)}")
+        print(f"next: list each new slug in {layout.rel(layout.index)} and log the ingest in "
+              f"{layout.rel(layout.log)}")
+
+    @raw.command("verify")
+    def verify(root: RootOption = None, output_format: FormatOption = "text") -> None:
+        """Manifest checks only: manifest present and well-formed, every raw file registered, hashes match,
+        every entry exists, raw frontmatter complete. No git: works on an export or tarball too (`kb lint` adds
+        the history checks)."""
+        from kbtools.cli.lint import render
+        from kbtools.lint.engine import LintReport
+        from kbtools.lint.problem import sort_key
+        from kbtools.kb.raw_add import verify_problems
+
+        check_format(output_format, ("text", "json"))
+        _, layout = open_kb(root)
+        problems, raw_count = verify_problems(layout)
+        report = LintReport(tuple(sorted(set(problems), key=sort_key)), raw_count, 0)
+        if output_format == "json":
+            print(render(report, "json"), end="")
+        elif report.ok:
+            print(f"KB raw verify passed: {raw_count} raw source(s) match {layout.rel(layout.raw_manifest)}.")
+        else:
+            count = len(report.problems)
+            print(f"KB raw verify failed ({count} issue{'' if count == 1 else 's'})", file=sys.stderr)
+            for problem in report.problems:
+                print(f"- {problem.message}", file=sys.stderr)
+        raise typer.Exit(0 if report.ok else 1)

@@ -1,0 +1,230 @@
+"""`kb raw add`: copy evidence into the raw layer and lock it with a manifest line.
+
+The evidence keeps its bytes. Only its frontmatter may be completed: fields
+the raw layer requires (`title`, `capturedAt`, `sourceType`, `sourceUrl`,
+`immutable: true`) are added when missing, as new lines, so the lines the
+source already had stay byte-identical.
+
+Non-Markdown text (a `.txt`, `.json`, `.log`, a transcript…) is wrapped: the
+frontmatter, then the text in a fenced block long enough that no backtick run
+inside can close it. The raw layer is Markdown, and a fence keeps the text
+verbatim for a reader and a renderer. Binary input (invalid UTF-8 or a NUL
+byte) is refused: it cannot be evidence in a text wiki.
+
+Every file is checked before anything is written, so one bad input leaves the
+KB untouched; then each file is written, then its manifest line appended.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbtools.errors import KbError
+from kbtools.kb.layout import Layout
+from kbtools.kb.manifest import append_manifest_line, read_manifest, sha256_bytes
+from kbtools.kb.tree import scan_layer
+from kbtools.lint.problem import Problem
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+LOCALE_PATTERN = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*")
+DEFAULT_SOURCE_TYPE = "file"
+REQUIRED_FIELDS = ("title", "capturedAt", "sourceType", "sourceUrl", "immutable")
+
+
+@dataclass(frozen=True)
+class RawAddition:
+    source: Path
+    slug: str
+    path: Path  # the new raw file
+    rel: str  # its manifest path, relative to the raw root
+    sha256: str
+    wrapped: bool  # non-Markdown text wrapped in a fenced block
+    fields_added: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Planned:
+    addition: RawAddition
+    data: bytes
+
+
+def slug_from_filename(name: str) -> str:
+    """`Design Notes_v2.TXT` → `design-notes-v2`: lowercase kebab-case of the stem."""
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    return "-".join(re.findall(r"[a-z0-9]+", stem.lower()))
+
+
+def add_raw(
+    layout: Layout,
+    files: Sequence[Path],
+    *,
+    locale: str | None = None,
+    slug: str | None = None,
+    source_type: str | None = None,
+    source_url: str | None = None,
+    now: dt.datetime | None = None,
+) -> list[RawAddition]:
+    if not files:
+        raise KbError("no file given", "kb raw add")
+    if slug is not None and len(files) > 1:
+        raise KbError("--slug names one file; several were given", "kb raw add")
+    if source_url is not None and len(files) > 1:
+        raise KbError("--source-url describes one file; several were given", "kb raw add")
+    locale = locale or layout.canonical_locale
+    if not LOCALE_PATTERN.fullmatch(locale):
+        raise KbError(f"invalid locale '{locale}' (expected e.g. en, zh-cn)", "--locale")
+    captured_at = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).replace(microsecond=0)
+    taken = _existing_slugs(layout)
+    registered = _registered_paths(layout)
+    planned: list[_Planned] = []
+    for source in files:
+        item = _plan_one(
+            layout, source, locale=locale, slug=slug, source_type=source_type, source_url=source_url,
+            captured_at=captured_at,
+        )
+        new = item.addition
+        if new.slug in taken:
+            raise KbError(f"raw slug '{new.slug}' already exists (raw files are never overwritten; "
+                          "pick another with --slug)", taken[new.slug])
+        if new.rel in registered:
+            raise KbError(f"manifest already has a line for {new.rel}; a slug is never reused", layout.rel(layout.raw_manifest))
+        taken[new.slug] = str(source)
+        planned.append(item)
+    for item in planned:
+        _write_new(item.addition.path, item.data)
+        append_manifest_line(layout, item.addition.rel, item.addition.sha256)
+    return [item.addition for item in planned]
+
+
+def _existing_slugs(layout: Layout) -> dict[str, str]:
+    """Raw slug → its file, over every locale: lint resolves `sources` by slug alone."""
+    return {f.slug: layout.rel(f.path) for f in scan_layer(layout.raw_root).files}
+
+
+def _registered_paths(layout: Layout) -> set[str]:
+    """Paths the manifest names, even if the file is gone: such a path is never reused."""
+    manifest = read_manifest(layout.raw_manifest)
+    if manifest is None:
+        return set()
+    return {e.rel for e in manifest.entries} | {i.rel for i in manifest.issues if i.rel is not None}
+
+
+def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, source_type: str | None,
+              source_url: str | None, captured_at: dt.datetime) -> _Planned:
+    if not source.is_file():
+        raise KbError("no such file", str(source))
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise KbError(f"cannot read: {exc.strerror}", str(source)) from None
+    if b"\0" in data:
+        raise KbError("binary file refused: raw evidence is text (NUL byte found)", str(source))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KbError(f"binary file refused: raw evidence is UTF-8 text (invalid byte at offset {exc.start})",
+                      str(source)) from None
+    new_slug = slug if slug is not None else slug_from_filename(source.name)
+    if not SLUG_PATTERN.fullmatch(new_slug):
+        what = f"invalid slug '{new_slug}'" if slug is not None else "cannot derive a slug from the file name"
+        raise KbError(f"{what} (lowercase kebab-case: a-z, 0-9, '-'; use --slug)", str(source))
+    defaults = {
+        "sourceType": source_type or DEFAULT_SOURCE_TYPE,
+        # Never an absolute local path: it would leak a private path into the KB.
+        "sourceUrl": source_url or f"file:{source.name}",
+        "capturedAt": captured_at,
+        "immutable": True,
+    }
+    wrapped = not source.name.lower().endswith(MARKDOWN_SUFFIXES)
+    if wrapped:
+        head, body, existing = b"", _fenced(text, source.suffix), {}
+        defaults["title"] = source.name
+    else:
+        head, body, existing = _split_frontmatter(text, source)
+        defaults["title"] = _first_heading(body.decode("utf-8")) or new_slug.replace("-", " ")
+    for key, flag, value in (("sourceType", "--source-type", source_type), ("sourceUrl", "--source-url", source_url)):
+        if value is not None and key in existing and existing[key] != value:
+            raise KbError(f"{flag} '{value}' conflicts with {key} '{existing[key]}' in the frontmatter",
+                          str(source))
+    if "immutable" in existing and existing["immutable"] is not True:
+        raise KbError(f"immutable is '{existing['immutable']}'; raw evidence is immutable: true", str(source))
+    missing = tuple(key for key in REQUIRED_FIELDS if key not in existing)
+    newline = "\r\n" if head.endswith(b"\r\n") or (not head and b"\r\n" in body[:200]) else "\n"
+    added = "".join(f"{key}: {_yaml_scalar(defaults[key])}{newline}" for key in missing).encode()
+    if head:
+        out = head + added + b"---" + body  # body starts right after the opening fence's closing `---`
+    else:
+        out = b"---" + newline.encode() + added + b"---" + newline.encode() + (
+            newline.encode() if body and not body.startswith((b"\n", b"\r\n")) else b""
+        ) + body
+    rel = f"{locale}/{new_slug}.md"
+    addition = RawAddition(
+        source=source, slug=new_slug, path=layout.raw_root / locale / f"{new_slug}.md", rel=rel,
+        sha256=sha256_bytes(out), wrapped=wrapped, fields_added=missing,
+    )
+    return _Planned(addition, out)
+
+
+def _split_frontmatter(text: str, source: Path) -> tuple[bytes, bytes, dict[str, object]]:
+    """(opening fence + frontmatter lines, the rest from the closing fence on minus ``---``, fields).
+
+    No frontmatter: (b"", the whole file, {}).
+    """
+    from kbtools.kb.frontmatter import FrontmatterError, load_yaml_mapping, split_frontmatter
+
+    try:
+        block, _, _ = split_frontmatter(text)
+        if block is None:
+            return b"", text.encode(), {}
+        fields = load_yaml_mapping(block, first_line=2)
+    except FrontmatterError as exc:
+        raise KbError(f"frontmatter: {exc.reason}", str(source)) from None
+    close = text.index("\n") + 1 + len(block)  # where the closing `---` line starts
+    return text[:close].encode(), text[close + 3:].encode(), fields
+
+
+def _first_heading(body: str) -> str | None:
+    match = re.search(r"^#[ \t]+(.+?)[ \t#]*$", body, re.M)
+    return match.group(1).strip() if match else None
+
+
+def _fenced(text: str, suffix: str) -> bytes:
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = suffix.lstrip(".").lower() if re.fullmatch(r"\.[A-Za-z0-9_+-]{1,15}", suffix) else ""
+    ending = "" if text.endswith("\n") or not text else "\n"
+    return f"\n{fence}{language}\n{text}{ending}{fence}\n".encode()
+
+
+def _yaml_scalar(value: object) -> str:
+    if value is True:
+        return "true"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")  # a YAML timestamp, like the reference's
+    # A JSON string is a valid YAML double-quoted scalar: safe for any title or URL.
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("xb") as fh:  # "x": an existing raw file is never overwritten
+            fh.write(data)
+    except FileExistsError:
+        raise KbError("raw file already exists; raw evidence is never overwritten", str(path)) from None
+
+
+def verify_problems(layout: Layout) -> tuple[list[Problem], int]:
+    """Checks 1-5 and 8 of `kb lint` (manifest, files, hashes, frontmatter), without git."""
+    from kbtools.lint.context import build_context
+    from kbtools.lint.history import LintMode
+    from kbtools.lint.raw import check_raw
+
+    ctx = build_context(layout, LintMode(), frozenset())  # no family needing git: no history loaded
+    return check_raw(ctx), len(ctx.raw.files)

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from kbtools.config import PathsConfig
+from kbtools.kb import scaffold
+from tests.testing.cli import run_kb
+from tests.testing.gitrepo import commit_all, git, init_repo
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCAFFOLD_FILES = (
+    "KB.md",
+    "src/content/raw/.manifest.sha256",
+    "src/content/information/en/kb-index.md",
+    "src/content/information/en/kb-log.md",
+    ".pre-commit-config.yaml",
+)
+
+
+def _utc_today() -> str:
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+def test_init_writes_layout_contract_empty_manifest_index_log_and_hook_config(tmp_path):
+    kb = tmp_path / "kb"
+    result = run_kb("init", str(kb))
+    assert result.code == 0, result.err
+    for rel in SCAFFOLD_FILES:
+        assert (kb / rel).is_file(), rel
+        assert f"created {rel}" in result.out
+    assert (kb / "src/content/raw/en").is_dir() and (kb / "src/content/note/en").is_dir()
+    assert (kb / "src/content/raw/.manifest.sha256").read_bytes() == b""
+    log = (kb / "src/content/information/en/kb-log.md").read_text()
+    assert f"## [{_utc_today()}] init | " in log
+    assert ".agent/" in (kb / ".gitignore").read_text().splitlines()
+    hooks = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    assert [h["id"] for h in hooks["hooks"]] == list(scaffold.ENABLED_HOOK_IDS)
+    assert hooks["repo"] == scaffold.HOOKS_REPO_PLACEHOLDER
+
+
+def test_scaffolded_kb_lints_clean_before_and_after_its_first_commit(tmp_path):
+    kb = tmp_path / "kb"
+    assert run_kb("init", str(kb)).code == 0
+    before = run_kb("lint", "--root", str(kb))
+    assert before.code == 0, before.err
+    init_repo(kb)
+    commit_all(kb, "Create knowledge base")
+    for args in (("lint",), ("lint", "--staged"), ("raw", "verify")):
+        after = run_kb(*args, cwd=kb)
+        assert after.code == 0, (args, after.err)
+    assert "KB lint passed: 0 raw source(s), 0 wiki page(s)" in run_kb("lint", cwd=kb).out
+
+
+def test_init_refuses_to_clobber_and_names_every_existing_file(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "KB.md").write_text("my own contract\n")
+    (kb / ".pre-commit-config.yaml").write_text("repos: []\n")
+    result = run_kb("init", str(kb))
+    assert result.code == 2
+    assert result.err.startswith("kb: error: refusing to overwrite existing files: KB.md, .pre-commit-config.yaml")
+    assert (kb / "KB.md").read_text() == "my own contract\n"
+    assert not (kb / "src").exists() and not (kb / ".gitignore").exists()
+
+
+def test_init_force_creates_only_the_missing_pieces(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "KB.md").write_text("my own contract\n")
+    result = run_kb("init", str(kb), "--force")
+    assert result.code == 0, result.err
+    assert (kb / "KB.md").read_text() == "my own contract\n"
+    assert "kept    KB.md (exists)" in result.out
+    assert all((kb / rel).is_file() for rel in SCAFFOLD_FILES)
+
+
+def test_init_appends_agent_folder_to_an_existing_gitignore_once(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / ".gitignore").write_text("node_modules/")  # no final newline
+    assert run_kb("init", str(kb)).code == 0
+    assert (kb / ".gitignore").read_text().splitlines()[0] == "node_modules/"
+    assert (kb / ".gitignore").read_text().splitlines().count(".agent/") == 1
+    assert run_kb("init", str(kb), "--force").code == 0
+    assert (kb / ".gitignore").read_text().splitlines().count(".agent/") == 1
+
+
+def test_init_in_current_folder_with_other_locale(tmp_path):
+    kb = init_repo(tmp_path / "kb")
+    result = run_kb("init", "--locale", "zh-cn", cwd=kb)
+    assert result.code == 0, result.err
+    assert (kb / "src/content/information/zh-cn/kb-index.md").is_file()
+    assert "`src/content/raw/<locale>/<slug>.md`" in (kb / "KB.md").read_text()
+    assert "The canonical locale is `zh-cn`" in (kb / "KB.md").read_text()
+    assert run_kb("lint", cwd=kb).code == 0
+
+
+@pytest.mark.parametrize("locale", ["EN", "en/../x", "", "e"])
+def test_init_rejects_a_malformed_locale(tmp_path, locale):
+    result = run_kb("init", str(tmp_path / "kb"), "--locale", locale)
+    assert result.code == 2 and "invalid locale" in result.err
+    assert not (tmp_path / "kb" / "KB.md").exists()
+
+
+def test_local_hooks_config_runs_kb_of_the_environment(tmp_path):
+    kb = tmp_path / "kb"
+    assert run_kb("init", str(kb), "--local-hooks").code == 0
+    repo = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    assert repo["repo"] == "local"
+    entries = {h["id"]: h["entry"] for h in repo["hooks"]}
+    assert entries == {h.id: h.entry for h in scaffold.FRAMEWORK_HOOKS if h.id in scaffold.ENABLED_HOOK_IDS}
+    assert all(h["language"] == "system" and h["pass_filenames"] is False for h in repo["hooks"])
+
+
+def test_hooks_repo_and_rev_options_fill_the_remote_config(tmp_path):
+    kb = tmp_path / "kb"
+    assert run_kb("init", str(kb), "--hooks-repo", "https://example.org/kbtools", "--hooks-rev", "v9").code == 0
+    repo = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    assert (repo["repo"], repo["rev"]) == ("https://example.org/kbtools", "v9")
+
+
+def test_scaffold_hook_list_matches_the_published_hooks_manifest():
+    published = YAML(typ="safe").load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert [(h["id"], h["name"], h["entry"]) for h in published] == [
+        (h.id, h.name, h.entry) for h in scaffold.FRAMEWORK_HOOKS
+    ]
+
+
+def test_this_repository_states_the_same_contract_kb_init_writes():
+    contract = scaffold.render_kb_md(PathsConfig(), "en")
+    assert (REPO_ROOT / "KB.md").read_text(encoding="utf-8").startswith(contract)
+
+
+def test_this_repository_runs_its_own_hooks_as_local_hooks():
+    assert (REPO_ROOT / ".pre-commit-config.yaml").read_text() == scaffold.render_precommit_config(local=True)
+
+
+def test_init_of_a_kb_inside_an_existing_repository_keeps_its_history(tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("project\n")
+    commit_all(repo, "first")
+    assert run_kb("init", cwd=repo).code == 0
+    assert git(repo, "log", "--oneline").count("\n") == 1
+    assert "KB.md" in git(repo, "status", "--porcelain")
+
+
+def test_this_repository_is_a_knowledge_base_that_lints_clean():
+    result = run_kb("lint", "--root", str(REPO_ROOT))
+    assert result.code == 0, result.err
+    assert result.out.startswith("KB lint passed: ")
+    verify = run_kb("raw", "verify", "--root", str(REPO_ROOT))
+    assert verify.code == 0, verify.err
