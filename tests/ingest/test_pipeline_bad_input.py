@@ -1,0 +1,142 @@
+"""Bad input through `kb ingest --write`: an error row with a clear reason, the run completes,
+earlier ledger rows survive."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.ingest.conftest import IngestEnv, tech_turn
+from tests.testing.cli import run_kb
+from tests.testing.sessions import OpenCodeDb, OmpSession, write_omp_session
+
+
+def _baseline(env: IngestEnv) -> dict[str, Any]:
+    write_omp_session(env.omp, tech_turn(), session_id="good", dir_name="good")
+    env.run()
+    (candidate,) = env.rows("candidates")
+    return candidate
+
+
+def _row_for(env: IngestEnv, **match: Any) -> dict[str, Any]:
+    rows = env.rows("manifest", **match)
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_bad_jsonl_files_give_error_rows_and_earlier_rows_survive(env: IngestEnv) -> None:
+    kept = _baseline(env)
+    live = OmpSession(session_id="live").add(tech_turn()).write(env.omp, dir_name="live")
+    with live.open("ab") as fh:
+        fh.write(b'{"type":"message","message":{"role":"user","content":"half a li')
+    (env.omp / "utf8").mkdir()
+    (env.omp / "utf8" / "bad.jsonl").write_bytes(b'{"type":"session","id":"u8"}\n{"x":"\xff\xfe\xfd"}\n')
+    (env.omp / "binary").mkdir()
+    (env.omp / "binary" / "blob.jsonl").write_bytes(bytes(range(256)) * 64)
+
+    summary, result = env.run()
+    assert result.code == 0
+    assert summary["discovered"] >= 4 and summary["errors"] >= 3
+
+    live_rows = [r for r in env.rows("manifest", tool="omp") if r["error"].startswith("truncated_last_line")]
+    assert len(live_rows) == 1 and live_rows[0]["parse_status"] == "processed"
+    assert any(c["source_key"] == live_rows[0]["source_key"] for c in env.rows("candidates"))
+    errors = [r["error"] for r in env.rows("manifest", tool="omp") if r["error"]]
+    assert any("utf" in e.lower() or "malformed" in e for e in errors), errors
+    assert all(len(e) <= 300 and "\n" not in e for e in errors)
+    # The good source is untouched and reused.
+    assert kept["candidate_id"] in {c["candidate_id"] for c in env.rows("candidates")}
+    # Same bytes, same harmless error: the live session is reused, not re-extracted every run.
+    summary, _ = env.run()
+    assert summary["processed"] == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kbtools.ingest.sources.opencode") is None, reason="no OpenCode source")
+def test_corrupt_and_locked_sqlite_give_error_rows_and_earlier_rows_survive(env: IngestEnv) -> None:
+    kept = _baseline(env)
+    db = OpenCodeDb(env.opencode_db, wal=False)
+    db.session(tech_turn(), session_id="ses-1")
+    db.close()
+    env.run()
+    opencode_candidates = [c for c in env.rows("candidates") if c["tool"] == "opencode"]
+    assert len(opencode_candidates) == 1
+
+    # Locked by a writer: one error row; the session's earlier rows are carried forward.
+    holder = sqlite3.connect(env.opencode_db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        summary, _ = env.run()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    (locked,) = [r for r in env.rows("manifest", tool="opencode") if r["parse_status"] == "failed"]
+    assert "locked" in locked["error"]
+    assert opencode_candidates[0]["candidate_id"] in {c["candidate_id"] for c in env.rows("candidates")}
+
+    # Not a database at all.
+    env.opencode_db.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    summary, result = env.run()
+    assert result.code == 0
+    (corrupt,) = [r for r in env.rows("manifest", tool="opencode") if r["parse_status"] == "failed"]
+    assert corrupt["error"].startswith("opencode_db_unreadable")
+    ids = {c["candidate_id"] for c in env.rows("candidates")}
+    assert kept["candidate_id"] in ids and opencode_candidates[0]["candidate_id"] in ids
+
+
+class _Hindsight(BaseHTTPRequestHandler):
+    mode = "ok"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        if self.mode == "500":
+            self.send_response(500)
+            self.end_headers()
+            return
+        if self.mode == "hang":
+            threading.Event().wait(30)
+            return
+        body = b"<html>not json" if self.mode == "garbage" else json.dumps({"banks": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hindsight() -> Iterator[tuple[str, type[_Hindsight]]]:
+    handler = type("Handler", (_Hindsight,), {})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kbtools.ingest.sources.hindsight") is None, reason="no Hindsight source")
+@pytest.mark.parametrize("mode", ["500", "garbage", "hang"])
+def test_broken_hindsight_gives_an_error_row_and_the_run_completes(
+    env: IngestEnv, hindsight: tuple[str, type[_Hindsight]], mode: str
+) -> None:
+    kept = _baseline(env)
+    url, handler = hindsight
+    handler.mode = mode
+    args = [a for a in env.args() if a != "--skip-hindsight"]
+    result = run_kb(*args, "--hindsight-url", url)
+    assert result.code == 0, result.err
+    rows = env.rows("manifest", tool="hindsight")
+    assert rows and all(r["parse_status"] == "failed" and r["error"] for r in rows)
+    assert url.split("//")[1] not in "".join(r["error"] for r in rows)
+    assert kept["candidate_id"] in {c["candidate_id"] for c in env.rows("candidates")}
