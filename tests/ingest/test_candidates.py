@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtools.ingest.candidates import (
+    Deduplicator,
+    KeptRecord,
+    NoteIndex,
+    SourceMeta,
+    build_candidates,
+    is_internal_candidate,
+    render,
+    split_messages,
+    split_turns,
+)
+from kbtools.ingest.hashing import fingerprint
+from kbtools.ingest.ledger import CANDIDATE_FIELDS
+
+META = SourceMeta("k" * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", "", "")
+PROMPT = "Why does the TypeScript build fail with error TS2307? Please find the root cause and a fix."
+ANSWER = "The root cause is a missing alias. The fix is to add it; pnpm build then passes. Verified."
+
+
+def rec(role: str, text: str, index: int = 0) -> KeptRecord:
+    return KeptRecord(role, text, "", index)
+
+
+def build(records: list[KeptRecord], **kw: object) -> tuple[list[dict[str, object]], bool]:
+    kw = {"max_candidate": 8_000, "max_text": 120_000, **kw}
+    batch = build_candidates(META, records, NoteIndex(), **kw)  # type: ignore[arg-type]
+    return list(batch.candidates), batch.truncated
+
+
+def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
+    records = [rec("assistant", "preamble"), rec("user", "q1"), rec("assistant", "a1"), rec("assistant", "a2"),
+               rec("user", "q2")]
+    assert [[r.text for r in t] for t in split_turns(records)] == [["preamble"], ["q1", "a1", "a2"], ["q2"]]
+
+
+def test_candidates_have_the_ledger_fields_in_order() -> None:
+    (candidate,), _ = build([rec("user", PROMPT), rec("assistant", ANSWER)])
+    assert tuple(candidate) == CANDIDATE_FIELDS
+    assert candidate["text"] == f"[user] {PROMPT}\n[assistant] {ANSWER}"
+    assert candidate["fingerprint"] == fingerprint(str(candidate["text"]))
+    assert candidate["user_goal"] == PROMPT
+    assert "root cause" in str(candidate["root_cause"]).lower()
+
+
+def test_turn_without_technical_signal_or_too_short_is_no_candidate() -> None:
+    assert build([rec("user", "What a lovely day it is today, shall we go for a walk along the river later on?"),
+                  rec("assistant", "Yes, a walk along the river sounds like a wonderful idea for this afternoon.")])[0] == []
+    assert build([rec("user", "fix the build")])[0] == []
+
+
+def test_long_turn_is_split_at_whitespace_within_the_limit_and_nothing_is_lost() -> None:
+    words = [f"word{i}" for i in range(3000)]
+    answer = "The build error is fixed. " + " ".join(words)
+    candidates, truncated = build([rec("user", PROMPT), rec("assistant", answer)], max_candidate=2_000)
+    assert not truncated and len(candidates) > 5
+    assert all(len(str(c["text"])) <= 2_000 for c in candidates)
+    joined = " ".join(str(c["text"]) for c in candidates)
+    assert all(w in joined for w in words)
+    assert [c["chunk_index"] for c in candidates] == list(range(len(candidates)))
+
+
+def test_budget_stops_at_max_text_and_says_so() -> None:
+    records = [r for i in range(10) for r in (rec("user", f"{PROMPT} ({i})"), rec("assistant", ANSWER))]
+    candidates, truncated = build(records, max_text=600)
+    assert truncated
+    assert sum(len(str(c["text"])) for c in candidates) <= 600 and candidates
+
+
+def test_equal_turns_get_distinct_stable_ids() -> None:
+    records = [rec("user", PROMPT), rec("assistant", ANSWER)] * 2
+    first, _ = build(records)
+    again, _ = build(records)
+    assert first[0]["candidate_id"] != first[1]["candidate_id"]
+    assert [c["candidate_id"] for c in first] == [c["candidate_id"] for c in again]
+
+
+def test_duplicates_point_at_the_first_candidate_with_the_same_text() -> None:
+    dedup = Deduplicator()
+    a = dedup.apply({"candidate_id": "a", "fingerprint": fingerprint("Hello  WORLD"), "text": ""})
+    b = dedup.apply({"candidate_id": "b", "fingerprint": fingerprint(" hello world "), "text": ""})
+    assert a["decision"] == "jotting" and a["duplicate_of"] == ""
+    assert b["decision"] == "duplicate" and b["duplicate_of"] == "a"
+
+
+def test_repeated_code_blocks_are_counted() -> None:
+    dedup = Deduplicator()
+    block = "```sh\n" + "pnpm install --frozen-lockfile && pnpm build\n" + "```"
+    for i in range(3):
+        dedup.apply({"candidate_id": str(i), "fingerprint": str(i), "text": f"run {i}\n{block}"})
+    assert dedup.duplicate_code_blocks == 2
+
+
+def test_stored_text_is_rechecked_one_message_at_a_time() -> None:
+    text = "\n".join([render("user", "A legitimate article may quote the _thinking:_ marker"),
+                      render("assistant", "Keep this answer")])
+    assert [role for role, _ in split_messages(text)] == ["user", "assistant"]
+    assert not is_internal_candidate(text)
+    assert is_internal_candidate("[user] _thinking_: stale internal transcript")
+
+
+def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -> None:
+    notes = tmp_path / "note" / "en"
+    notes.mkdir(parents=True)
+    (notes / "typescript-path-alias.md").write_text(
+        "---\ntitle: TypeScript path alias\nkind: concept\nstatus: active\nsources: [x]\n---\n"
+        "A TypeScript path alias in tsconfig maps imports; a missing alias breaks the build.\n"
+    )
+    (notes / "gardening.md").write_text(
+        "---\ntitle: Gardening\nkind: concept\nstatus: active\nsources: [y]\n---\nTomatoes need sun.\n"
+    )
+    index = NoteIndex.load(tmp_path / "note")
+    batch = build_candidates(META, [rec("user", PROMPT), rec("assistant", ANSWER + " Add the path alias to tsconfig.")],
+                             index, max_candidate=8_000, max_text=120_000)
+    (candidate,) = batch.candidates
+    assert candidate["note_matches"] == ["typescript-path-alias"]
+    assert candidate["existing_kb_status"] == "matched:typescript-path-alias"
+    assert index.match(["kind", "concept", "status", "title"]) == []
