@@ -152,7 +152,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
                                                    "ts": turn.prompt_ms // 1000, "text": turn.prompt})))
         day = datetime.fromtimestamp(ctx.started_ms / 1000, UTC)
         name = f"rollout-{day.strftime('%Y-%m-%dT%H-%M-%S')}-{sid}.jsonl"
-        archived = rng.random() < 0.1
+        archived = rng.random() < 0.1 or sessions == 1  # at least one, even in small corpora
         path = root / "archived_sessions" / name if archived else root / "sessions" / day.strftime("%Y/%m/%d") / name
         written += write_lines(path, r.lines, ctx.clock_ms)
         title = ctx.turns[0].prompt.split("\n", 1)[0][:80] if ctx.turns else ""

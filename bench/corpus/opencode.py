@@ -15,7 +15,7 @@ import random
 import sqlite3
 from pathlib import Path
 
-from corpus.common import base62, dumps, new_context, session_size, write_lines, fixed_mtime
+from corpus.common import MIN_SESSION, base62, dumps, fixed_mtime, new_context, session_size, write_lines
 from corpus.content import Content
 from corpus.model import SessionContext, ToolCall
 from corpus.vocab import ADJECTIVES, MODELS, NOUNS
@@ -187,13 +187,16 @@ def _build(rng: random.Random, content: Content, ids: _Ids, sid: str, ctx: Sessi
 
 
 def _write_legacy(storage: Path, project_id: str, row: tuple[object, ...], s: _Session) -> int:
-    """The pre-1.2 JSON layout: session, message and part files carrying their own ids."""
+    """The pre-1.2 JSON layout: project, session, message and part files carrying their own ids."""
     sid, _pid, parent, slug, directory, title, version = row[:7]
     created, updated = row[14], row[15]
     written = write_lines(storage / "session" / project_id / f"{sid}.json",
                           [json.dumps({"id": sid, "slug": slug, "version": version, "projectID": project_id, "directory": directory,
                                        "parentID": parent, "title": title, "time": {"created": created, "updated": updated}},
                                       indent=2)], int(updated))  # type: ignore[arg-type]
+    written += write_lines(storage / "project" / f"{project_id}.json",
+                          [json.dumps({"id": project_id, "worktree": directory, "vcs": "git",
+                                       "time": {"created": created, "initialized": created}}, indent=2)], int(created))  # type: ignore[arg-type]
     for mid, _sid, ms, _u, blob in s.messages:
         written += write_lines(storage / "message" / sid / f"{mid}.json",  # type: ignore[operator]
                                [json.dumps({"id": mid, "sessionID": sid, **json.loads(blob)}, indent=2)], ms)
@@ -217,12 +220,16 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
                ("20260127222353_familiar_lady_ursula", 1769552633000))
     ids = _Ids(random.Random(f"{seed}/opencode/ids"))
     projects: dict[str, str] = {}
-    written = files = sessions = legacy = 0
+    written = sessions = legacy = legacy_bytes = 0
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
     prompts: list[tuple[int, str]] = []
     storage = root / "storage"
     while written < budget:
         rng = random.Random(f"{seed}/opencode/{sessions}")
         target, heavy = session_size(rng, budget - written)
+        if legacy < LEGACY_SESSIONS:
+            # Legacy sessions predate the DB: keep them short so small corpora still hold several DB sessions.
+            target, heavy = min(target, max(MIN_SESSION, budget // 40)), False
         ctx = new_context(rng, "anthropic", rng.choice(MODELS["anthropic"] + MODELS["google"]), heavy)
         if ctx.cwd not in projects:
             projects[ctx.cwd] = f"{rng.getrandbits(160):040x}"
@@ -242,21 +249,25 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
             for pos, turn in enumerate(ctx.turns[:3]):
                 db.execute("INSERT INTO todo VALUES (?,?,?,?,?,?,?)", (sid, turn.prompt.split("\n", 1)[0][:100],
                            "completed", "medium", pos, turn.prompt_ms, turn.final_ms))
-            written += s.size
         if legacy < LEGACY_SESSIONS:
             # The frozen JSON store: the first sessions were also migrated into
             # the DB; the last one exists only in JSON (its DB was reset).
-            written += _write_legacy(storage, projects[ctx.cwd], row, s)
+            legacy_bytes += _write_legacy(storage, projects[ctx.cwd], row, s)
             legacy += 1
+        # The DB's real size so far (page_count includes this transaction's pages).
+        db_bytes = db.execute("PRAGMA page_count").fetchone()[0] * page_size
+        written = db_bytes + legacy_bytes
         prompts += [(t.prompt_ms, t.prompt) for t in ctx.turns]
         sessions += 1
     db.execute("COMMIT")
     db.close()
-    fixed_mtime(db_path, max((ms for ms, _ in prompts), default=0))
+    prompts.sort()
+    last_ms = prompts[-1][0] if prompts else 0
+    fixed_mtime(db_path, last_ms)
     if storage.exists():
         (storage / "migration").write_text("2")
-    prompts.sort()
+        fixed_mtime(storage / "migration", last_ms)
     history = [dumps({"input": text, "parts": [], "mode": "normal"}) for _ms, text in prompts[-PROMPT_HISTORY_MAX:]]
     state = out / "opencode-state"
-    write_lines(state / "prompt-history.jsonl", history, prompts[-1][0] if prompts else 0)
+    write_lines(state / "prompt-history.jsonl", history, last_ms)
     return sessions

@@ -1,0 +1,103 @@
+"""Benchmark `kb ingest --write` on a generated corpus: first run, unchanged rerun, rerun after growth.
+
+    python bench/gen_corpus.py bench/.corpus/50 --mb 50 --seed 1
+    python bench/ingest_bench.py bench/.corpus/50 bench/.out/50 [--jobs N] [--append-fraction 0.01]
+
+Copies the corpus into OUT_DIR/corpus (so appends never touch the original),
+makes a scratch knowledge base OUT_DIR/kb (`kb init`), then runs `kb ingest
+--write --skip-hindsight` with every source flag as a child process, three
+times:
+
+  first      fresh output dir
+  unchanged  the same input again
+  appended   after appending one user/assistant turn to `--append-fraction`
+             of the sessions of every store
+
+and prints one JSON line per phase: wall seconds, session MB/s (bytes of every
+file of the agent stores / wall time), the child's peak RSS (wait4 rusage),
+and the ingest summary's counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
+from corpus.append import append_turns  # noqa: E402
+from corpus.common import tree_stats  # noqa: E402
+
+SUMMARY_KEYS = ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates", "errors")
+
+
+def _kb() -> list[str]:
+    venv_kb = Path(sys.executable).with_name("kb")
+    return [str(venv_kb)] if venv_kb.exists() else [sys.executable, "-m", "kbtools"]
+
+
+def run_phase(phase: str, cmd: list[str], cwd: Path, session_bytes: int, logs: Path) -> dict[str, object]:
+    out_path, err_path = logs / f"{phase}.stdout", logs / f"{phase}.stderr"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
+        # wait4 gives this child's own rusage (RUSAGE_CHILDREN would mix phases).
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    lines = out_path.read_text("utf-8", "replace").strip().splitlines()
+    summary = json.loads(lines[-1]) if proc.returncode == 0 and lines else {}
+    return {
+        "phase": phase, "exit": proc.returncode, "seconds": round(seconds, 3),
+        "session_mb": round(session_bytes / 1e6, 2), "mb_per_s": round(session_bytes / 1e6 / seconds, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+        **{k: summary.get(k) for k in SUMMARY_KEYS},
+        **({} if proc.returncode == 0 else {"stderr_tail": err_path.read_text("utf-8", "replace")[-500:]}),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ingest_bench.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path, help="a gen_corpus.py output dir")
+    parser.add_argument("out", type=Path, help="work dir (replaced): corpus copy, scratch KB, ledgers, logs")
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--append-fraction", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the appended turns")
+    args = parser.parse_args(argv)
+    agents = tuple(a for a in AGENTS if any((args.corpus / s).exists() for s in STORES[a]))
+    if not agents:
+        parser.error(f"no agent store under {args.corpus} (run bench/gen_corpus.py first)")
+    work = args.out.resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    corpus, kb, ledgers, logs = work / "corpus", work / "kb", work / "ledgers", work / "logs"
+    shutil.copytree(args.corpus, corpus)
+    logs.mkdir(parents=True)
+    subprocess.run([*_kb(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
+    cmd = [*_kb(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers), *ingest_flags(corpus, agents)]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+
+    def session_bytes() -> int:
+        return sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
+
+    failed = False
+    for phase in ("first", "unchanged", "appended"):
+        if phase == "appended":
+            grown = append_turns(corpus, args.append_fraction, args.seed)
+            print(json.dumps({"phase": "append", "sessions": grown.sessions, "bytes": grown.bytes}), flush=True)
+        result = run_phase(phase, cmd, kb, session_bytes(), logs)
+        print(json.dumps(result), flush=True)
+        failed |= result["exit"] != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""bench/gen_corpus.py: stores laid out as the agents write them, deterministic, sized, readable by kbtools."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+from corpus import generate, ingest_flags  # noqa: E402
+
+EXAMPLES = REPO / "examples" / "sessions"
+EXAMPLE_ARGS = {"total_bytes": 1_500_000, "seed": 20260601, "secret_mode": "placeholder"}
+
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+OMP_FILE = re.compile(rf"^omp/agent/sessions/(-[^/]*|--[^/]+--)/\d{{4}}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{{3}}Z_({UUID})\.jsonl$")
+CODEX_FILE = re.compile(rf"^codex/sessions/(\d{{4}})/(\d\d)/(\d\d)/rollout-\1-\2-\3T\d\d-\d\d-\d\d-({UUID})\.jsonl$")
+CLAUDE_FILE = re.compile(rf"^claude/projects/(-[A-Za-z0-9-]+)/({UUID})\.jsonl$")
+
+# Text that only tool output, thinking or harness scaffolding carries: none of it may reach a record.
+NOT_PROSE_MARKERS = (
+    "Chunk ID:", "     1\t", "test session starts", "CONTAINER ID", "Progress: resolved", "The user wants the",
+    "Planning the change", "You are a coding agent", "<environment_context>", "<permissions instructions>",
+    "AGENTS.md instructions", "Called the Read tool", "Applied 1 edit", "Success. Updated the following files",
+)
+
+# Real-shaped secrets (random mode) and the committed placeholders (safe mode).
+REAL_SHAPED = re.compile(r"sk-proj-[A-Za-z0-9]{48}|gh[pos]_[A-Za-z0-9]{36}|AKIA[A-Z0-9]{16}|xoxb-\d{11,}-")
+SECRET_TOKEN = re.compile(
+    r"\bsk-[\w-]{8,}|\bgh[pos]_\w{8,}|github_pat_\w+|AKIA[A-Z0-9]{16}|xox[bp]-[\w-]+|eyJ[\w-]+\.[\w-]+\.[\w-]+"
+    r"|Bearer [\w.-]+|://[^/\s:@]+:[^@\s/]+@"
+)
+ANY_SECRET_PREFIX = re.compile(r"sk-(?:proj|ant|EXAMPLE)|gh[pos]_|github_pat_|AKIA|xoxb-|Bearer [A-Za-z0-9]")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _all_text(root: Path) -> str:
+    """Every file's text, the SQLite rows included (the DB pages may hold them compressed by layout)."""
+    chunks = [p.read_text("utf-8") for p in root.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json")]
+    db = root / "opencode" / "opencode.db"
+    if db.exists():
+        con = sqlite3.connect(db)
+        chunks += [row[0] for row in con.execute("SELECT data FROM message UNION ALL SELECT data FROM part")]
+        con.close()
+    return "\n".join(chunks)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("corpus")
+    generate(out, total_bytes=1_200_000, seed=11, secret_mode="random")
+    return out
+
+
+def test_same_seed_gives_identical_bytes_and_mtimes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate(a, total_bytes=400_000, seed=3)
+    generate(b, total_bytes=400_000, seed=3)
+    assert _files(a) == _files(b)
+    mtimes = lambda root: {p.relative_to(root): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}  # noqa: E731
+    assert mtimes(a) == mtimes(b)
+
+
+def test_another_seed_gives_other_sessions(tmp_path: Path) -> None:
+    generate(tmp_path / "a", total_bytes=300_000, seed=1, agents=("omp",))
+    generate(tmp_path / "b", total_bytes=300_000, seed=2, agents=("omp",))
+    assert set(_files(tmp_path / "a")).isdisjoint(_files(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("mb", [1, 4])
+def test_total_size_roughly_honours_mb(tmp_path: Path, mb: int) -> None:
+    stats = generate(tmp_path, total_bytes=mb * 1_000_000, seed=5)
+    on_disk = sum(len(b) for b in _files(tmp_path).values())
+    assert sum(s.bytes for s in stats) == on_disk
+    assert 0.85 * mb * 1_000_000 <= on_disk <= 1.3 * mb * 1_000_000
+
+
+def test_sizes_are_long_tailed(tmp_path: Path) -> None:
+    generate(tmp_path, total_bytes=30_000_000, seed=9, agents=("codex",))
+    sizes = sorted(p.stat().st_size for p in (tmp_path / "codex").rglob("rollout-*.jsonl"))
+    median = sizes[len(sizes) // 2]
+    assert 20_000 <= median <= 200_000
+    assert sizes[-1] >= 10 * median
+
+
+def test_every_store_is_laid_out_as_the_agent_writes_it(corpus: Path) -> None:
+    names = list(_files(corpus))
+    omp = [n for n in names if OMP_FILE.match(n)]
+    assert len(omp) >= 3
+    advisors = [n for n in names if n.endswith("/__advisor.jsonl")]
+    assert 1 <= len(advisors) <= 2
+    # An advisor transcript lives in its session's artifacts dir (the session path minus `.jsonl`).
+    assert all(n.rsplit("/", 1)[0] + ".jsonl" in names for n in advisors)
+    assert [n for n in names if CODEX_FILE.match(n)]
+    assert [n for n in names if n.startswith("codex/archived_sessions/rollout-")]
+    assert {"codex/history.jsonl", "codex/session_index.jsonl"} <= set(names)
+    assert "opencode/opencode.db" in names
+    assert [n for n in names if n.startswith("opencode/storage/session/")]
+    assert "opencode-state/prompt-history.jsonl" in names
+    claude = [n for n in names if CLAUDE_FILE.match(n)]
+    assert claude
+    assert [n for n in names if re.search(rf"/{UUID}/subagents/agent-[0-9a-f]+\.jsonl$", n)]
+
+
+def test_claude_project_dir_is_the_escaped_cwd(corpus: Path) -> None:
+    for path in (corpus / "claude" / "projects").glob("*/*.jsonl"):
+        first = next(json.loads(line) for line in path.open() if '"cwd"' in line)
+        assert path.parent.name == re.sub(r"[^A-Za-z0-9]", "-", first["cwd"])
+        assert first["sessionId"] == path.stem
+
+
+def test_every_jsonl_line_and_json_file_parses(corpus: Path) -> None:
+    for path in corpus.rglob("*.jsonl"):
+        for line in path.read_text("utf-8").splitlines():
+            assert isinstance(json.loads(line), dict), path
+    for path in corpus.rglob("*.json"):
+        json.loads(path.read_text("utf-8"))
+
+
+def test_omp_files_have_header_and_a_tree(corpus: Path) -> None:
+    for path in (corpus / "omp").rglob("*.jsonl"):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        first = json.loads(lines[0])
+        if first["type"] == "title":
+            assert len(lines[0]) + 1 == 256  # the fixed title slot, rewritten in place
+            first = json.loads(lines[1])
+        assert first["type"] == "session" and first["version"] == 3 and first["cwd"].startswith(("/home/", "/Users/", "/tmp/"))
+        entries = [json.loads(line) for line in lines if b'"parentId"' in line]
+        ids = {e["id"] for e in entries}
+        assert all(e["parentId"] is None or e["parentId"] in ids for e in entries)
+
+
+def test_some_omp_session_has_an_abandoned_branch(tmp_path: Path) -> None:
+    generate(tmp_path, total_bytes=2_000_000, seed=4, agents=("omp",))
+    branched = 0
+    for path in (tmp_path / "omp").rglob("*.jsonl"):
+        parents = [json.loads(line)["parentId"] for line in path.read_text().splitlines() if '"parentId"' in line]
+        branched += len(parents) != len(set(parents))  # one entry with two children
+    assert branched >= 1
+
+
+def test_codex_rollouts_use_the_envelope(corpus: Path) -> None:
+    for path in (corpus / "codex").rglob("rollout-*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert lines[0]["type"] == "session_meta" and path.stem.endswith(lines[0]["payload"]["id"])
+        assert {line["type"] for line in lines} <= {"session_meta", "response_item", "event_msg", "turn_context"}
+        texts = [c["text"] for line in lines if line["payload"].get("type") == "message" for c in line["payload"]["content"]]
+        assert any(t.startswith("<environment_context>") for t in texts)
+
+
+def test_opencode_db_has_the_real_schema_and_ordered_ids(corpus: Path) -> None:
+    con = sqlite3.connect(corpus / "opencode" / "opencode.db")
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"project", "session", "message", "part", "todo", "permission", "session_share"} <= tables
+    columns = {r[1] for r in con.execute("PRAGMA table_info(session)")}
+    assert {"id", "project_id", "parent_id", "directory", "title", "time_created", "time_updated"} <= columns
+    sessions = con.execute("SELECT id, time_created FROM session ORDER BY time_created").fetchall()
+    assert len(sessions) >= 2
+    # Session ids are bit-inverted: the newest sorts first.
+    assert [s[0] for s in sessions] == sorted((s[0] for s in sessions), reverse=True)
+    for (data,) in con.execute("SELECT data FROM message"):
+        assert json.loads(data)["role"] in ("user", "assistant")
+    parts = con.execute("SELECT id, message_id, data FROM part").fetchall()
+    kinds = {json.loads(d)["type"] for _i, _m, d in parts}
+    assert {"text", "reasoning", "tool", "step-start", "step-finish"} <= kinds
+    assert all(p[0].startswith("prt_") and p[1].startswith("msg_") for p in parts)
+    con.close()
+
+
+def test_opencode_legacy_storage_is_a_small_frozen_tree(corpus: Path) -> None:
+    storage = corpus / "opencode" / "storage"
+    con = sqlite3.connect(corpus / "opencode" / "opencode.db")
+    in_db = {r[0] for r in con.execute("SELECT id FROM session")}
+    con.close()
+    legacy = {p.stem for p in storage.glob("session/*/*.json")}
+    assert 1 <= len(legacy) <= 3
+    for sid in legacy:
+        messages = list((storage / "message" / sid).glob("msg_*.json"))
+        assert messages and all(json.loads(m.read_text())["sessionID"] == sid for m in messages)
+    assert legacy & in_db  # migrated copies
+    if len(legacy) == 3:
+        assert legacy - in_db  # and one session the DB no longer has
+
+
+def test_random_secrets_have_real_shapes(corpus: Path) -> None:
+    assert len(set(REAL_SHAPED.findall(_all_text(corpus)))) >= 3
+
+
+def test_safe_secrets_are_only_placeholders(tmp_path: Path) -> None:
+    generate(tmp_path, total_bytes=1_000_000, seed=11, secret_mode="placeholder")
+    found = [m.group(0) for m in SECRET_TOKEN.finditer(_all_text(tmp_path))]
+    assert len(set(found)) >= 3  # still there, to show redaction working
+    assert [f for f in found if "EXAMPLE" not in f] == []
+
+
+def test_no_secrets_mode_has_none(tmp_path: Path) -> None:
+    generate(tmp_path, total_bytes=600_000, seed=11, secret_mode="none")
+    assert not ANY_SECRET_PREFIX.search(_all_text(tmp_path))
+
+
+def test_private_paths_emails_and_hosts_appear_in_prose_and_tool_output(corpus: Path) -> None:
+    text = _all_text(corpus)
+    assert re.search(r"/home/[a-z]+/", text) and re.search(r"/Users/[a-z]+/", text)
+    assert re.search(r"[a-z.]+@(?:example\.(?:com|org|net)|acme-corp\.example|northwind\.example)", text)
+    assert re.search(r"\b(?:[a-z0-9-]+\.(?:internal|corp|lan|local)|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+)\b", text)
+
+
+# --------------------------------------------------------------------------- kbtools reads it
+
+
+def _source_names() -> set[str]:
+    from kbtools.ingest import sources
+
+    return {s.name for s in sources.SOURCES}
+
+
+def _units(corpus: Path, tool: str) -> Iterator[object]:
+    from kbtools.ingest import sources
+    from kbtools.ingest.model import SourceSettings
+
+    settings = SourceSettings(
+        omp_sessions=corpus / "omp" / "agent" / "sessions", codex_dir=corpus / "codex",
+        opencode_db=corpus / "opencode" / "opencode.db", opencode_storage=corpus / "opencode" / "storage",
+        prompt_history=corpus / "opencode-state" / "prompt-history.jsonl", claude_dir=corpus / "claude",
+    )
+    for source in sources.SOURCES:
+        if source.name == tool:
+            for ref in source.discover(settings):
+                yield sources.load(ref, settings)
+
+
+@pytest.mark.parametrize("tool", ["omp", "codex", "opencode", "claude"])
+def test_kbtools_sources_read_every_store_and_keep_only_prose(corpus: Path, tool: str) -> None:
+    if tool not in _source_names():
+        pytest.skip(f"no kbtools source for {tool} yet")
+    units = list(_units(corpus, tool))
+    sessions = [u for u in units if u.record_type == "session"]
+    assert sessions
+    assert not [u.error for u in units if u.error]
+    records = [r for u in sessions for r in u.records]
+    assert {r.role for r in records} == {"user", "assistant"}
+    assert any("fails with" in r.text or "Add a `--" in r.text for r in records)
+    leaks = [(m, r.text[:80]) for r in records for m in NOT_PROSE_MARKERS if m in r.text]
+    assert not leaks
+
+
+def test_appended_turns_stay_readable_and_add_prose(tmp_path: Path) -> None:
+    from corpus.append import append_turns
+
+    generate(tmp_path, total_bytes=600_000, seed=8)
+    before = {t: sum(len(u.records) for u in _units(tmp_path, t)) for t in ("omp", "codex", "opencode", "claude")}
+    grown = append_turns(tmp_path, fraction=1.0, seed=8)
+    assert grown.sessions >= 4
+    for tool, count in before.items():
+        units = list(_units(tmp_path, tool))
+        assert not [u.error for u in units if u.error]
+        assert sum(len(u.records) for u in units) > count, tool
+
+
+def test_kb_ingest_reads_the_generated_corpus(corpus: Path, tmp_path: Path) -> None:
+    from tests.testing.cli import run_kb
+
+    if not hasattr(__import__("kbtools.ingest.pipeline", fromlist=["run_ingest"]), "run_ingest"):
+        pytest.skip("no ingest pipeline yet")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    result = run_kb("ingest", "--root", str(kb), "--skip-hindsight", "--output-dir", str(tmp_path / "out"),
+                    *ingest_flags(corpus))
+    assert result.code == 0, result.err
+    summary = json.loads(result.out.strip().splitlines()[-1])
+    assert summary["failed"] == 0 and summary["errors"] == 0
+    assert summary["candidates"] > 0
+
+
+# --------------------------------------------------------------------------- CLI and the committed examples
+
+
+def test_cli_prints_one_json_line_with_ingest_flags(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "0.3", "--seed", "2",
+                           "--agents", "codex,claude", "--safe-secrets"], capture_output=True, text=True, check=True)
+    [line] = proc.stdout.splitlines()
+    summary = json.loads(line)
+    assert set(summary["agents"]) == {"codex", "claude"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude", "codex"]
+    assert summary["ingest_flags"] == ["--codex-dir", str(tmp_path / "codex"), "--claude-dir", str(tmp_path / "claude")]
+    assert summary["total_bytes"] == sum(len(b) for b in _files(tmp_path).values())
+
+
+def test_cli_rejects_an_unknown_agent(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "1", "--agents", "cursor"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unknown agent(s) cursor" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_committed_examples_are_what_the_documented_command_generates(tmp_path: Path) -> None:
+    generate(tmp_path, **EXAMPLE_ARGS)  # type: ignore[arg-type]
+    assert _files(tmp_path) == _files(EXAMPLES)
+    readme = (REPO / "examples" / "README.md").read_text()
+    assert f"--mb 1.5 --seed {EXAMPLE_ARGS['seed']} --safe-secrets" in readme
