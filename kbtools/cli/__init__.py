@@ -75,6 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:
         args = [a for a in args if a != "--debug"]
     try:
+        if args[:1] == ["lint"]:  # the pre-commit hook: skip typer's app build and coercion
+            from kbtools.cli.lint import fast_path
+
+            fast = fast_path(args[1:])
+            if fast is not None:
+                return fast
         result = build_app()(args=args, prog_name="kb", standalone_mode=False)
     except KbError as exc:
         if debug:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -23,19 +24,57 @@ def register(app: typer.Typer) -> None:
         root: RootOption = None,
     ) -> int:
         """Check the raw manifest, note metadata and links, the index and the log, and secrets."""
-        from kbtools.cli.common import check_format, open_kb
-        from kbtools.lint.engine import FAMILIES, LintMode, run_lint
+        return _run(staged=staged, since=since, only=only, output_format=output_format, root=root)
 
-        check_format(output_format, FORMATS)
-        if staged and since is not None:
-            raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
-        families = _families(only, FAMILIES)
-        _, layout = open_kb(root)
-        report = run_lint(layout, LintMode(staged=staged, since=since), families)
-        for notice in report.notices:
-            typer.echo(notice, err=True)
-        typer.echo(render(report, output_format), err=output_format == "text" and not report.ok, nl=False)
-        return 0 if report.ok else 1
+
+_VALUE_OPTIONS = {"--since": "since", "--only": "only", "--format": "output_format", "--root": "root"}
+
+
+def fast_path(args: list[str]) -> int | None:
+    """Run ``kb lint ARGS`` without building the typer app, or return None to let typer do it.
+
+    The pre-commit hook runs ``kb lint --staged`` on every commit; typer's option coercion
+    imports pydantic, which alone costs about as much as the staged checks. Anything this
+    small parser does not know (``--help``, an unknown or repeated option, a missing value)
+    falls back to typer, so help and usage errors stay typer's.
+    """
+    values: dict[str, str] = {}
+    staged = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--staged" and not staged:
+            staged = True
+        elif name in _VALUE_OPTIONS and _VALUE_OPTIONS[name] not in values:
+            if not eq:
+                i += 1
+                if i >= len(args) or args[i].startswith("--"):
+                    return None
+                value = args[i]
+            values[_VALUE_OPTIONS[name]] = value
+        else:
+            return None
+        i += 1
+    root = values.get("root")
+    return _run(staged=staged, since=values.get("since"), only=values.get("only"),
+                output_format=values.get("output_format", "text"), root=Path(root) if root is not None else None)
+
+
+def _run(*, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None) -> int:
+    from kbtools.cli.common import check_format, open_kb
+    from kbtools.lint.engine import FAMILIES, LintMode, run_lint
+
+    check_format(output_format, FORMATS)
+    if staged and since is not None:
+        raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
+    families = _families(only, FAMILIES)
+    _, layout = open_kb(root)
+    report = run_lint(layout, LintMode(staged=staged, since=since), families)
+    for notice in report.notices:
+        typer.echo(notice, err=True)
+    typer.echo(render(report, output_format), err=output_format == "text" and not report.ok, nl=False)
+    return 0 if report.ok else 1
 
 
 def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:

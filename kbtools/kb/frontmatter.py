@@ -103,7 +103,7 @@ def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
     if not block.strip():
         return {}
     try:
-        if _CParser is not None and not _needs_full_constructor(block):
+        if not _needs_full_constructor(block) and _lean_parser_class() is not None:
             data = _lean_load(block)
         else:
             data = _full_load(block)
@@ -132,29 +132,36 @@ def _needs_full_constructor(block: str) -> bool:
     return "!" in block or "&" in block or "*" in block or "<<" in block
 
 
-try:  # the C extension ships with ruamel.yaml.clib on CPython
-    from _ruamel_yaml import CParser as _CParser
-except ImportError:  # pragma: no cover - pure-Python fallback
-    _CParser = None
+_LEAN_PARSER: Any = None
 
 
-if _CParser is not None:
-
-    class _LeanParser(_CParser):  # type: ignore[misc, valid-type]
-        """C parser + composer; implicit tags are left unresolved (the constructor decides)."""
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
+def _lean_parser_class() -> Any:
+    """C parser + composer whose implicit tags are left unresolved (the constructor decides);
+    None without the C extension. Imported on first use: the hook may parse nothing."""
+    global _LEAN_PARSER
+    if _LEAN_PARSER is None:
+        try:  # the C extension ships with ruamel.yaml.clib on CPython
+            from _ruamel_yaml import CParser
+        except ImportError:  # pragma: no cover - pure-Python fallback
+            _LEAN_PARSER = False
             return None
 
-        def descend_resolver(self, parent: Any, index: Any) -> None:
-            return None
+        class _LeanParser(CParser):  # type: ignore[misc, valid-type]
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
+                return None
 
-        def ascend_resolver(self) -> None:
-            return None
+            def descend_resolver(self, parent: Any, index: Any) -> None:
+                return None
+
+            def ascend_resolver(self) -> None:
+                return None
+
+        _LEAN_PARSER = _LeanParser
+    return _LEAN_PARSER or None
 
 
 def _lean_load(block: str) -> Any:
-    parser = _LeanParser(block)
+    parser = _lean_parser_class()(block)
     try:
         node = parser.get_single_node()
     finally:
@@ -163,12 +170,11 @@ def _lean_load(block: str) -> Any:
 
 
 def _construct(node: Any) -> Any:
-    from ruamel.yaml.nodes import MappingNode, ScalarNode
-
-    if isinstance(node, ScalarNode):
+    kind = type(node).__name__  # ScalarNode, MappingNode or SequenceNode
+    if kind == "ScalarNode":
         # The C composer marks plain scalars with an empty style.
         return node.value if node.style else _PLAIN_CONSTANTS.get(node.value, node.value)
-    if isinstance(node, MappingNode):
+    if kind == "MappingNode":
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = _construct(key_node)
@@ -196,7 +202,7 @@ def _full_loader_class() -> Any:
     """ruamel's safe loader (C-backed when available) that keeps timestamps as text."""
     global _FULL_LOADER
     if _FULL_LOADER is None:
-        if _CParser is not None:
+        if _lean_parser_class() is not None:
             from ruamel.yaml.cyaml import CSafeLoader as base
         else:  # pragma: no cover
             from ruamel.yaml.loader import SafeLoader as base

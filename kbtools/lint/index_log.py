@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kbtools.kb.frontmatter import FrontmatterError
 from kbtools.lint.context import LintContext
-from kbtools.lint.notes import markdown_links, site_note_target
+from kbtools.lint.notes import INLINE_LINK, site_note_target, strip_brackets
 from kbtools.lint.problem import Problem
 from kbtools.lint.raw import append_only_violations
 
@@ -19,6 +19,7 @@ _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _DATED_ENTRY = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] .+")
 _LEVEL2 = re.compile(r"^## ")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_REFERENCE_DEF_ML = re.compile(r"^ {0,3}\[(?!\^)[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def index_members(text: str, ctx: LintContext) -> IndexMembers:
     raw_dir = os.path.normpath(ctx.layout.raw_root)
     notes: set[str] = set()
     raw: set[str] = set()
-    for _, target in markdown_links(text):
+    for target in link_targets(text):
         site = site_note_target(target)
         if site is not None:
             if site[0] in (None, ctx.canonical):
@@ -69,6 +70,16 @@ def index_members(text: str, ctx: LintContext) -> IndexMembers:
                 bucket.add(rel[:-3] if bucket is notes and rel.endswith(".md") else rel)
     backticked = {m.group(1).strip() for m in _BACKTICKED.finditer(text)}
     return IndexMembers(frozenset(notes), frozenset(raw), frozenset(backticked))
+
+
+def link_targets(text: str) -> set[str]:
+    """Every inline link and reference-definition target of a whole document.
+
+    One pass over the text rather than line by line: an index lists thousands of entries.
+    """
+    found = {strip_brackets(m.group(1)) for m in INLINE_LINK.finditer(text)}
+    found |= {strip_brackets(m.group(1)) for m in _REFERENCE_DEF_ML.finditer(text)}
+    return found
 
 
 def _check_index(ctx: LintContext) -> list[Problem]:
@@ -104,9 +115,12 @@ def _dropped_from_index(ctx: LintContext, members: IndexMembers) -> set[str]:
         return set()
     (step,) = ctx.history.steps
     old = step.text("old", ctx.rel(ctx.layout.index))
-    if old is None:
+    new = step.text("new", ctx.rel(ctx.layout.index))
+    if old is None or new is None:
         return set()
-    before = index_members(old, ctx)
+    # Only lines the staged index removed can have dropped a note from it.
+    removed_lines = set(old.split("\n")) - set(new.split("\n"))
+    before = index_members("\n".join(sorted(removed_lines)), ctx)
     return {s for s in before.notes | before.backticked if not members.lists_note(s)}
 
 

@@ -15,7 +15,7 @@ from kbtools.lint.problem import Problem
 NOTE_REQUIRED_FIELDS = ("kind", "status", "sources")
 
 # `[text](target "title")` and `![alt](target)`: the target is what matters.
-_INLINE_LINK = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]+)")
+INLINE_LINK = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]+)")
 # `[label]: target` reference definitions (not footnotes `[^1]: …`).
 _REFERENCE_DEF = re.compile(r"^ {0,3}\[(?!\^)[^\]]+\]:\s*(<[^>\n]*>|\S+)")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -34,7 +34,7 @@ def check_notes(ctx: LintContext) -> list[Problem]:
 
 
 def _check_note(ctx: LintContext, note: KbFile) -> Iterator[Problem]:
-    path = ctx.rel(note.path)
+    path = ctx.note_prefix + "/" + note.rel
     doc = ctx.note_doc(note)
     if isinstance(doc, FrontmatterError):
         yield Problem("note-metadata", f"wiki page invalid frontmatter: {note.rel} ({doc.reason})", path, 1)
@@ -85,14 +85,14 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
             continue
         if "`" in line:
             line = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
-        for m in _INLINE_LINK.finditer(line):
-            yield first_line + offset, _strip_brackets(m.group(1))
+        for m in INLINE_LINK.finditer(line):
+            yield first_line + offset, strip_brackets(m.group(1))
         ref = _REFERENCE_DEF.match(line)
         if ref:
-            yield first_line + offset, _strip_brackets(ref.group(1))
+            yield first_line + offset, strip_brackets(ref.group(1))
 
 
-def _strip_brackets(target: str) -> str:
+def strip_brackets(target: str) -> str:
     return target[1:-1].strip() if target.startswith("<") and target.endswith(">") else target
 
 
@@ -118,5 +118,5 @@ def _resolves(ctx: LintContext, note: KbFile, target: str) -> bool:
     rel = unquote(target.split("#", 1)[0].split("?", 1)[0])
     if not rel:
         return True
-    base = os.path.join(os.path.dirname(note.path), rel)
+    base = os.path.join(os.path.dirname(note.abspath), rel)
     return os.path.exists(base) or (not os.path.splitext(rel)[1] and os.path.exists(base.rstrip("/") + ".md"))

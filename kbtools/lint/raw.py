@@ -36,9 +36,10 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         named = set(registered) | {i.rel for i in manifest.issues if i.rel is not None}
 
     on_disk = {f.rel: f for f in ctx.raw.files}
+    raw_prefix = ctx.raw_prefix + "/"
     for f in ctx.raw.files:
         if f.rel not in named:
-            yield Problem("raw-unregistered", f"raw file missing from manifest: {f.rel}", ctx.rel(f.path))
+            yield Problem("raw-unregistered", f"raw file missing from manifest: {f.rel}", raw_prefix + f.rel)
 
     # Files behind a symlink that leaves the raw root are never read.
     escaping = {i.rel for i in manifest.issues if i.rel} if manifest is not None else set()
@@ -46,10 +47,10 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         if f.rel in ctx.raw.symlinks and (f.rel in escaping or f.rel not in named):
             escaping.add(f.rel)
 
-    for rel, sha in registered.items():
-        path = layout.raw_root / rel
-        if rel not in on_disk and not os.path.isfile(path):
-            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", ctx.rel(path))
+    raw_root = str(layout.raw_root)
+    for rel in registered:
+        if rel not in on_disk and not os.path.isfile(os.path.join(raw_root, rel)):
+            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", raw_prefix + rel)
 
     hash_scope = _hash_scope(ctx, registered)
     for f in ctx.raw.files:
@@ -60,26 +61,27 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         if not (check_hash or check_fields):
             continue
         try:
-            data = f.path.read_bytes()
+            with open(f.abspath, "rb") as fh:
+                data = fh.read()
         except OSError as exc:
             yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})",
-                          ctx.rel(f.path))
+                          raw_prefix + f.rel)
             continue
         if check_hash and hashlib.sha256(data).hexdigest() != registered[f.rel]:
-            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", ctx.rel(f.path))
+            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", raw_prefix + f.rel)
         if check_fields:
-            yield from _raw_fields(ctx, f.rel, ctx.rel(f.path), data)
+            yield from _raw_fields(f.rel, raw_prefix + f.rel, data)
     # Registered files the scan does not list (drafts, non-Markdown evidence) are hashed too.
     for rel in sorted(hash_scope):
         if rel in on_disk or rel not in registered:
             continue
-        path = layout.raw_root / rel
         try:
-            data = path.read_bytes()
+            with open(os.path.join(raw_root, rel), "rb") as fh:
+                data = fh.read()
         except OSError:
             continue  # missing: reported above
         if hashlib.sha256(data).hexdigest() != registered[rel]:
-            yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", ctx.rel(path))
+            yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", raw_prefix + rel)
 
 
 def _hash_scope(ctx: LintContext, registered: dict[str, str]) -> set[str]:
@@ -101,7 +103,7 @@ def _hash_scope(ctx: LintContext, registered: dict[str, str]) -> set[str]:
     return scope
 
 
-def _raw_fields(ctx: LintContext, rel: str, path: str, data: bytes) -> Iterator[Problem]:
+def _raw_fields(rel: str, path: str, data: bytes) -> Iterator[Problem]:
     try:
         fields = parse_frontmatter(data).fields
     except FrontmatterError as exc:
