@@ -28,7 +28,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -145,11 +145,23 @@ def _valid_manifest(row: Mapping[str, Any]) -> bool:
     )
 
 
-_VALIDATORS = {
+def _valid_candidate(row: Mapping[str, Any]) -> bool:
+    return _is_str(row, "candidate_id", "source_key", "text", "fingerprint")
+
+
+def _valid_rejected(row: Mapping[str, Any]) -> bool:
+    return _is_str(row, "rejection_id", "source_key", "reason")
+
+
+def _valid_event(row: Mapping[str, Any]) -> bool:
+    return _is_str(row, "event", "source_key")
+
+
+_VALIDATORS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "manifest": _valid_manifest,
-    "candidates": lambda r: _is_str(r, "candidate_id", "source_key", "text", "fingerprint"),
-    "rejected": lambda r: _is_str(r, "rejection_id", "source_key", "reason"),
-    "events": lambda r: _is_str(r, "event", "source_key"),
+    "candidates": _valid_candidate,
+    "rejected": _valid_rejected,
+    "events": _valid_event,
 }
 
 

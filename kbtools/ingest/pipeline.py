@@ -441,7 +441,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                 state.emit(rows, journal=False)
         state.persist()
         finished = _now()
-        summary = _summary(run_id, started, finished, request, counts, dedup, prior.malformed, derived_settings)
+        summary = _summary(run_id, started, finished, request, counts, dedup, prior, derived_settings)
         if request.write:
             sink.commit()
             _write_reports(request, summary, redactor)
@@ -525,7 +525,7 @@ class _RunState:
 
 
 def _summary(run_id: str, started: datetime, finished: datetime, request: IngestRequest, c: Counts,
-             dedup: Deduplicator, malformed: int, derived_settings: dict[str, Any]) -> dict[str, Any]:
+             dedup: Deduplicator, prior: PriorState, derived_settings: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "started_at": _iso(started),
@@ -547,7 +547,8 @@ def _summary(run_id: str, started: datetime, finished: datetime, request: Ingest
         "truncated_sources": c.truncated_sources,
         "carried_forward": c.carried_forward,
         "pruned": c.pruned,
-        "malformed_prior_rows": malformed,
+        "malformed_prior_rows": prior.malformed,
+        "resumed_from_partial": prior.has_partial,
         "redaction_version": REDACTION_VERSION,
         "derived_filter": derived_settings,
     }

@@ -264,3 +264,27 @@ def test_output_dir_flag_moves_the_ledgers(env: IngestEnv) -> None:
     other = env.root / "elsewhere"
     env.run("--output-dir", str(other))
     assert (other / "manifest.jsonl").is_file() and not env.out.exists()
+
+
+NOTE_BODY = (
+    "Pinning the TypeScript compiler in CI keeps the build reproducible: the lockfile records the exact "
+    "version, the cache key includes it, and an upgrade becomes a reviewed change instead of a surprise. "
+    "When the build breaks after an upgrade, compare the compiler versions first."
+)
+
+
+def test_a_record_quoting_a_wiki_page_is_excluded_and_logged(env: IngestEnv) -> None:
+    note = env.root / "src/content/note/en/pin-typescript.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + NOTE_BODY + "\n")
+    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(NOTE_BODY), *tech_turn()], session_id="s1")
+    summary, _ = env.run()
+    assert summary["derived_excluded"] == 1 and summary["derived_filter"]["enabled"] is True
+    (event,) = env.rows("events")
+    assert event["event"] == "derived_excluded" and event["role"] == "assistant"
+    assert event["artifact"]["path"].endswith("pin-typescript.md") and event["overlap"] > event["threshold"]
+    assert event["source_key"] == env.rows("manifest", tool="omp")[0]["source_key"]
+    assert all("lockfile records the exact" not in c["text"] for c in env.rows("candidates"))
+    # Reused on the next run, the event stays in the ledger.
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1 and summary["derived_excluded"] == 1
