@@ -571,3 +571,123 @@ def write_opencode_storage(
 def write_opencode_prompt_history(path: Path, prompts: Iterable[str]) -> Path:
     """``$XDG_STATE_HOME/opencode/prompt-history.jsonl``: PromptInfo lines ``{input, parts, mode}``."""
     return write_lines(path, [dumps({"input": p, "parts": [], "mode": "normal"}) for p in prompts])
+
+
+# ------------------------------------------------------------- Claude Code
+
+
+def claude_project_dir(cwd: str) -> str:
+    """Claude Code's encoding of a cwd: every non-alphanumeric character → ``-``."""
+    return "".join(c if c.isalnum() else "-" for c in cwd)
+
+
+class ClaudeSession(_Conversation):
+    """A Claude Code transcript: ``<claude>/projects/<encoded cwd>/<session>.jsonl``.
+
+    Assistant API messages are split one content block per line, the lines
+    sharing ``message.id`` (thinking, text, tool_use); tool results come back
+    as ``user`` lines with ``tool_result`` blocks; the harness adds meta
+    lines, file-history snapshots and a summary line.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        cwd: str = DEFAULT_CWD,
+        started: datetime = START,
+        seed: int = 0,
+        agent_id: str | None = None,
+    ) -> None:
+        self._rng = random.Random(seed)
+        self.session_id = session_id or self._uuid()
+        self.cwd = cwd
+        self.agent_id = agent_id
+        self._clock = _Clock(started)
+        self._lines: list[str] = []
+        self._last: str | None = None
+        self._messages = 0
+
+    def _uuid(self) -> str:
+        h = "".join(self._rng.choice("0123456789abcdef") for _ in range(32))
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+    def line(self, kind: str, message: dict[str, Any] | None = None, **extra: Any) -> str:
+        entry_id = self._uuid()
+        body: dict[str, Any] = {
+            "parentUuid": self._last,
+            "isSidechain": self.agent_id is not None,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": "2.1.3",
+            "gitBranch": "main",
+        }
+        if self.agent_id is not None:
+            body["agentId"] = self.agent_id
+        body["type"] = kind
+        if message is not None:
+            body["message"] = message
+        body.update(extra)
+        body["uuid"] = entry_id
+        body["timestamp"] = iso(self._clock.tick())
+        self._lines.append(dumps(body))
+        self._last = entry_id
+        return entry_id
+
+    def raw(self, line: str) -> None:
+        self._lines.append(line)
+
+    def user(self, text: str, **extra: Any) -> str:
+        return self.line("user", {"role": "user", "content": text}, **extra)
+
+    def meta(self, text: str) -> str:
+        return self.user(text, isMeta=True)
+
+    def assistant(self, text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> str:
+        self._messages += 1
+        message_id = f"msg_01{self._messages:04d}" + "".join(self._rng.choice("ABCDEFGHJK") for _ in range(16))
+        blocks: list[dict[str, Any]] = []
+        if thinking:
+            blocks.append({"type": "thinking", "thinking": thinking, "signature": "EqQB" + "s" * 40})
+        if text:
+            blocks.append({"type": "text", "text": text})
+        tool_id = f"toolu_01{self._messages:04d}"
+        if tool:
+            blocks.append({"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": tool[0]}})
+        last = ""
+        for block in blocks:
+            last = self.line(
+                "assistant",
+                {
+                    "model": "claude-sonnet-4-5-20250929", "id": message_id, "type": "message", "role": "assistant",
+                    "content": [block], "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 4, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 0,
+                              "output_tokens": 300},
+                },
+                requestId=f"req_011C{self._messages:04d}",
+            )
+        if tool:
+            last = self.line(
+                "user",
+                {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": tool[1],
+                                              "is_error": False}]},
+                toolUseResult={"stdout": tool[1], "stderr": "", "interrupted": False, "isImage": False},
+            )
+        return last
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+    def write(self, claude_dir: Path) -> Path:
+        project = claude_dir / "projects" / claude_project_dir(self.cwd)
+        lines = [dumps({"type": "summary", "summary": "Fixing the build", "leafUuid": self._last}), *self._lines]
+        if self.agent_id is None:
+            lines.append(dumps({"type": "file-history-snapshot", "messageId": self._last,
+                                "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": False}))
+            return write_lines(project / f"{self.session_id}.jsonl", lines)
+        return write_lines(project / self.session_id / "subagents" / f"agent-{self.agent_id}.jsonl", self._lines)
+
+
+def write_claude_session(claude_dir: Path, messages: Iterable[Msg], **kwargs: Any) -> Path:
+    return ClaudeSession(**kwargs).add(messages).write(claude_dir)

@@ -33,7 +33,7 @@ from typing import Any
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources import codex, omp, opencode, prompt_history
+from kbtools.ingest.sources import claude, codex, hindsight, omp, opencode, prompt_history
 from kbtools.ingest.sources.common import error_unit
 
 
@@ -51,6 +51,8 @@ SOURCES: tuple[Source, ...] = (
     Source("opencode", opencode.discover, opencode.load, (("opencode", None),)),
     Source("codex", codex.discover, codex.load, (("codex", None),)),
     Source("prompt_history", prompt_history.discover, prompt_history.load, (("opencode", "prompt-history"),)),
+    Source("hindsight", hindsight.discover, hindsight.load, (("hindsight", None),)),
+    Source("claude", claude.discover, claude.load, (("claude", None),)),
 )
 
 

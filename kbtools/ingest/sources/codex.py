@@ -108,11 +108,11 @@ def strip_injected(text: str) -> str:
     if _AGENTS_MD.match(text):
         return ""
     if "<" not in text:
-        return text.strip()
-    text = _INJECTED_BLOCK.sub("", text)
-    if _INJECTED_OPEN.match(text):  # an unclosed injected block: all of it is harness text
+        return text
+    remaining = _INJECTED_BLOCK.sub("", text)
+    if _INJECTED_OPEN.match(remaining):  # an unclosed injected block: all of it is harness text
         return ""
-    return text.strip()
+    return text if remaining == text else remaining.strip()
 
 
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:

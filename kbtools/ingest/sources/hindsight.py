@@ -1,0 +1,206 @@
+"""Hindsight memory server over HTTP (``--hindsight-url`` / ``HINDSIGHT_API_URL``).
+
+Discovery pages through the API — ``GET <base>/v1/default/banks``, then per
+bank ``GET …/banks/<id>/memories/list?limit=500&offset=N`` until a short page
+or ``total`` — and yields one ref per memory, the memory itself as payload,
+so ``load`` does no I/O. Every request has a timeout; 5xx answers, timeouts
+and connection failures are retried with exponential backoff; an optional
+``Authorization: Bearer <HINDSIGHT_API_KEY>`` header is sent. The base URL's
+path is kept (the reference dropped it), so a server behind a path prefix
+works.
+
+On failure the memories already listed are kept and one ``memory-store``
+unit carries the reason (``hindsight_unavailable: HTTP 500 after 4
+attempts``, ``… timed out (10s) after 4 attempts``, ``… invalid JSON response``) — never the URL
+or a byte of the response.
+
+Each memory is a unit (anchor §2.5): text = ``text`` or ``content`` (string
+or ``{text}``), role ``assistant``; session = memory ``id`` (else the sha256
+of its text), project = bank id; content hash = sha256 of the item's compact
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kbtools.ingest.hashing import iso_time, sha256_hex
+from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources.common import make_record, text_of
+
+TOOL = "hindsight"
+PAGE_SIZE = 500
+# First retry waits this long, then twice as long each time.
+BACKOFF_S = 0.5
+_MAX_BACKOFF_S = 8.0
+_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class HindsightUnavailable(Exception):
+    """The reason the store could not be read, safe to record."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    base: str
+    bank_id: str
+    item: dict[str, Any]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def discover(settings: SourceSettings) -> Iterator[SourceRef]:
+    base = settings.hindsight_url
+    if not base:
+        return
+    client = _Client(base, settings.hindsight_api_key, settings.hindsight_timeout, settings.hindsight_retries)
+    try:
+        for bank_id in _bank_ids(client.get("banks")):
+            yield from _memories(client, base, bank_id)
+    except HindsightUnavailable as exc:
+        yield SourceRef(TOOL, "memory-store", "api", base, payload=f"hindsight_unavailable: {exc}")
+
+
+def _bank_ids(answer: Any) -> list[str]:
+    banks = answer.get("banks") if isinstance(answer, dict) else answer
+    if not isinstance(banks, list):
+        raise HindsightUnavailable("unexpected response shape (banks)")
+    ids = []
+    for bank in banks:
+        if isinstance(bank, dict):
+            bank_id = bank.get("bank_id") or bank.get("id") or bank.get("name")
+            if isinstance(bank_id, str) and bank_id:
+                ids.append(bank_id)
+        elif isinstance(bank, str) and bank:
+            ids.append(bank)
+    return ids
+
+
+def _memories(client: _Client, base: str, bank_id: str) -> Iterator[SourceRef]:
+    path = f"banks/{urllib.parse.quote(bank_id, safe='')}/memories/list"
+    offset = 0
+    while True:
+        page = client.get(path, {"limit": PAGE_SIZE, "offset": offset})
+        items = page.get("items") if isinstance(page, dict) else None
+        if not isinstance(items, list):
+            raise HindsightUnavailable("unexpected response shape (memories)")
+        for item in items:
+            if isinstance(item, dict):
+                yield _memory_ref(base, bank_id, item)
+        offset += len(items)
+        total = page.get("total")
+        if len(items) < PAGE_SIZE or (isinstance(total, int) and offset >= total):
+            return
+
+
+def _memory_ref(base: str, bank_id: str, item: dict[str, Any]) -> SourceRef:
+    content_hash = sha256_hex(canonical_json(item))
+    return SourceRef(
+        TOOL, "memory", "api", f"{base}\0{bank_id}\0{_memory_id(item)}",
+        stat_key=(content_hash,), payload=Memory(base, bank_id, item),
+    )
+
+
+def _memory_id(item: dict[str, Any]) -> str:
+    memory_id = item.get("id")
+    if isinstance(memory_id, (str, int)) and not isinstance(memory_id, bool) and str(memory_id):
+        return str(memory_id)
+    return sha256_hex(_text(item))
+
+
+def _text(item: dict[str, Any]) -> str:
+    return text_of(item.get("text")) or text_of(item.get("content"))
+
+
+def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    if ref.record_type == "memory-store":
+        error = str(ref.payload)
+        return SourceUnit(
+            tool=TOOL, record_type="memory-store", format="api", source_identity=ref.locator,
+            session_identity="unavailable", project_identity="", created_at="", updated_at="",
+            content_hash=sha256_hex("hindsight_unavailable"), error=error,
+        )
+    memory: Memory = ref.payload
+    item = memory.item
+    created = iso_time(_first(item, "date", "mentioned_at", "created_at"))
+    updated = iso_time(_first(item, "edited_at", "updated_at")) or created
+    text = _text(item)
+    return SourceUnit(
+        tool=TOOL,
+        record_type="memory",
+        format="api",
+        source_identity=ref.locator,
+        session_identity=_memory_id(item),
+        project_identity=memory.bank_id,
+        created_at=created,
+        updated_at=updated,
+        content_hash=sha256_hex(canonical_json(item)),
+        records=[make_record("assistant", text, created, 0)] if text.strip() else [],
+        stat_key=ref.stat_key,
+    )
+
+
+def _first(item: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if item.get(key) is not None:
+            return item[key]
+    return None
+
+
+class _Client:
+    def __init__(self, base: str, api_key: str | None, timeout: float, retries: int) -> None:
+        self.root = base.rstrip("/") + "/v1/default/"
+        self.api_key = api_key
+        self.timeout = timeout
+        self.attempts = 1 + max(0, retries)
+
+    def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
+        url = self.root + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        headers = {"Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last = ""
+        for attempt in range(self.attempts):
+            if attempt:
+                time.sleep(min(BACKOFF_S * 2 ** (attempt - 1), _MAX_BACKOFF_S))
+            try:
+                request = urllib.request.Request(url, headers=headers)
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    body = response.read(_MAX_RESPONSE_BYTES + 1)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                if exc.code < 500:
+                    raise HindsightUnavailable(f"HTTP {exc.code}") from None
+                last = f"HTTP {exc.code}"
+                continue
+            except (TimeoutError, socket.timeout):
+                last = f"timed out ({self.timeout:g}s)"
+                continue
+            except urllib.error.URLError as exc:
+                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                    last = f"timed out ({self.timeout:g}s)"
+                else:
+                    reason = exc.reason.strerror if isinstance(exc.reason, OSError) else None
+                    last = f"connection failed ({reason or type(exc.reason).__name__})"
+                continue
+            except (OSError, ValueError) as exc:  # reset mid-response, bad URL
+                last = f"request failed ({type(exc).__name__})"
+                continue
+            if len(body) > _MAX_RESPONSE_BYTES:
+                raise HindsightUnavailable("response too large")
+            try:
+                return json.loads(body)
+            except ValueError:
+                raise HindsightUnavailable("invalid JSON response") from None
+        noun = "attempt" if self.attempts == 1 else "attempts"
+        raise HindsightUnavailable(f"{last} after {self.attempts} {noun}")
