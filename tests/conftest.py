@@ -21,6 +21,7 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         monkeypatch.setenv(var, str(home / var.lower()))
     for var in (
         "CODEX_HOME", "HINDSIGHT_API_URL", "HINDSIGHT_API_KEY", "KB_IDENTIFIER_LOSS_REFUSE",
+        "OPENCODE_DB", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR",
         "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
     ):
         monkeypatch.delenv(var, raising=False)
