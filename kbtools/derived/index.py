@@ -32,6 +32,13 @@ from dataclasses import dataclass
 from kbtools.derived.shingles import SHINGLE_N, body_hash, shingle_hashes
 
 MIN_ARTIFACT_SHINGLES = 12
+# A shingle found in more distinct artifact paths than this is boilerplate (a
+# stock phrase, a shared template paragraph): it says nothing about which page
+# a record quotes, and its long posting list would make every record that uses
+# the phrase pay for all of them. It is left out of the index and out of each
+# artifact's size, so containment is measured on informative shingles only.
+# Versions of one page share a path and do not count against this.
+STOP_PATHS = 16
 MIN_RECORD_SHINGLES = 20
 # An artifact shorter than this many words never matches, not even by hash: a
 # two-word page would otherwise exclude every record that says those words.
@@ -85,6 +92,12 @@ class ArtifactIndex:
                     build.setdefault(shingle, []).append(number)
             elif artifact.body_hash:
                 bodies.setdefault(artifact.body_hash, number)
+        paths = [a.path for a in artifacts]
+        for shingle, numbers in list(build.items()):
+            if len(numbers) > STOP_PATHS and len({paths[n] for n in numbers}) > STOP_PATHS:
+                del build[shingle]
+                for number in numbers:
+                    self._sizes[number] -= 1
         self._postings: dict[int, int | tuple[int, ...]] = {
             shingle: numbers[0] if len(numbers) == 1 else tuple(numbers) for shingle, numbers in build.items()
         }
@@ -99,7 +112,7 @@ class ArtifactIndex:
     def __len__(self) -> int:
         return len(self.artifacts)
 
-    def best(self, words: list[str]) -> Overlap | None:
+    def best(self, words: list[bytes]) -> Overlap | None:
         """The artifact overlapping most with a record of these normalised words."""
         count = len(words)
         if self._bodies and MIN_BODY_WORDS <= count <= self._body_words_max:
@@ -110,7 +123,8 @@ class ArtifactIndex:
         if not postings or count < SHINGLE_N:
             return None
         record = shingle_hashes(words)
-        hits = set(filter(postings.__contains__, record))
+        # keys() & list probes the dict for each record shingle in one C loop.
+        hits = postings.keys() & record
         if not hits:
             return None
         shared: dict[int, int] = {}
@@ -124,7 +138,8 @@ class ArtifactIndex:
         record_size = len(set(record))
         best_number, best_overlap = -1, -1.0
         for number, common in shared.items():
-            in_record = common / self._sizes[number]
+            size = self._sizes[number]
+            in_record = common / size if size >= MIN_ARTIFACT_SHINGLES else 0.0
             in_artifact = common / record_size if record_size >= MIN_RECORD_SHINGLES else 0.0
             overlap = max(in_record, in_artifact)
             if overlap > best_overlap:

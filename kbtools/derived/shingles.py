@@ -42,14 +42,14 @@ SHINGLE_PARAMS: dict[str, object] = {
     "hash": HASH_NAME,
 }
 
-_word_ids: dict[str, int] = {}
+_word_ids: dict[bytes, int] = {}
 
 
-def _word_id(word: str) -> int:
-    return int.from_bytes(blake3(word.encode("utf-8", "surrogatepass")).digest(length=8), "little") % _P61
+def _word_id(word: bytes) -> int:
+    return int.from_bytes(blake3(word).digest(length=8), "little") % _P61
 
 
-def word_ids(words: Sequence[str]) -> list[int]:
+def word_ids(words: Sequence[bytes]) -> list[int]:
     """Stable ids of ``words`` (cached: a session's vocabulary repeats)."""
     cache = _word_ids
     ids = list(map(cache.get, words))
@@ -86,7 +86,7 @@ def _builtin_agrees() -> bool:
 BUILTIN_HASH = _builtin_agrees()
 
 
-def shingle_hashes(words: Sequence[str], n: int = SHINGLE_N) -> list[int]:
+def shingle_hashes(words: Sequence[bytes], n: int = SHINGLE_N) -> list[int]:
     """Hashes of every n-word window of ``words``, in order (repeats kept)."""
     if len(words) < n:
         return []
@@ -109,6 +109,6 @@ def from_hex(text: str) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def body_hash(words: Sequence[str]) -> str:
+def body_hash(words: Sequence[bytes]) -> str:
     """Hash of the normalised body, for artifacts too short to shingle usefully."""
-    return blake3(" ".join(words).encode("utf-8", "surrogatepass")).hexdigest()
+    return blake3(b" ".join(words)).hexdigest()

@@ -292,3 +292,42 @@ def read_sha256(path: Path) -> str:
 
 def write_ledger(out: Path, rows: list[tuple[str, str]]) -> None:
     write(out / "candidates.jsonl", "".join(json.dumps({"candidate_id": c, "text": t}) + "\n" for c, t in rows))
+
+
+def test_derived_filter_boilerplate_shared_by_many_pages_is_not_evidence_of_quoting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paragraph every page carries (a template footer) is left out of the index; each page still matches."""
+    from kbtools.derived import index
+    from kbtools.derived.index import STOP_PATHS
+
+    kb = tmp_path / "kb"
+    footer = ("If this page is out of date, open an issue in the tracker and tag the owning team so that "
+              "somebody reviews it within the week.")
+    topics = [records(a, g)[i] for a in (INFRA, WAL) for g in ("independent discussion", "unrelated", "partial quote")
+              for i in range(len(records(a, g)))]
+    pages = [f"Page {i} about topic {i}. {topics[i % len(topics)]} Variant number {i} of this text.\n\n{footer}\n"
+             for i in range(STOP_PATHS + 4)]
+    for i, page in enumerate(pages):
+        write(kb / NOTE / f"en/page-{i:02d}.md", "---\nkind: concept\n---\n" + page)
+    reply = f"Thanks for the review!\n\n{footer}"  # mostly the footer
+    derived = load(kb)
+    assert derived.match(reply) is None
+    found = derived.match(pages[3])
+    assert found is not None and found.path.endswith("page-03.md")
+    monkeypatch.setattr(index, "STOP_PATHS", 10**9)  # without the boilerplate rule the reply would be "derived"
+    assert load(kb).match(reply) is not None
+
+
+def test_derived_filter_many_versions_of_one_page_stay_matchable(tmp_path: Path) -> None:
+    """Versions share a path, so their shared shingles are not boilerplate: each version still matches."""
+    from kbtools.derived.index import STOP_PATHS
+
+    kb = tmp_path / "kb"
+    page = kb / WAL.path
+    for version in range(STOP_PATHS + 4):
+        write(page, WAL.text + f"\nRevision note {version}: checked against SQLite {version}.\n")
+        assert run_kb("artifacts", "record", str(page), "--root", str(kb)).code == 0
+    assert len(read_manifest(manifest(kb))) == STOP_PATHS + 4
+    found = load(kb).match(records(WAL, "reformatted")[0])
+    assert found is not None and found.path == WAL.path

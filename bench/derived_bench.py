@@ -1,0 +1,174 @@
+"""Derived-filter cost: per record as the number of artifacts grows, per MB of prose, load and pickle.
+
+    .venv/bin/python bench/derived_bench.py [--artifacts 10,1000,10000] [--records 3000] [--seed 0]
+
+Artifacts are generated notes (about 250-600 words of Zipf-distributed vocabulary,
+Markdown structure, a few stock phrases shared between them so that records hit
+postings the way real prose does) written to a temporary KB: half recorded in the
+manifest, half present only as current notes. Records are session-like prose of
+20-400 words from the same vocabulary and phrases; 2 % of them quote an artifact.
+Every configuration matches the same record stream.
+
+Also measured: the shingle hash (this design vs one blake3 call per shingle) and
+the pieces of a match (normalise, shingle, probe).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from blake3 import blake3  # noqa: E402
+
+from kbtools.config import Config  # noqa: E402
+from kbtools.derived.filter import DerivedFilter  # noqa: E402
+from kbtools.derived.manifest import append_rows, row_for  # noqa: E402
+from kbtools.derived.normalise import tokens  # noqa: E402
+from kbtools.derived.shingles import shingle_hashes  # noqa: E402
+from kbtools.kb.layout import Layout  # noqa: E402
+
+PHRASES = (
+    "if you want to", "one of the most", "at the end of the", "make sure that the", "in the same way as",
+    "it turns out that", "the rest of the", "as far as i can tell", "for the time being", "on the other hand",
+    "let me know if you", "can you take a look at", "i think the problem is", "the easiest way to do this",
+)
+
+
+class Prose:
+    def __init__(self, seed: int, vocabulary: int = 6000) -> None:
+        self.rng = random.Random(seed)
+        letters = "etaoinshrdlcumwfgypbvkjxqz"
+        words = set()
+        while len(words) < vocabulary:
+            n = min(12, max(2, int(self.rng.expovariate(1 / 5.5)) + 1))
+            words.add("".join(self.rng.choice(letters[: 10 + n]) for _ in range(n)))
+        self.words = sorted(words)
+        self.weights = [1 / (rank + 1) for rank in range(len(self.words))]  # Zipf
+
+    def sentence(self) -> str:
+        n = self.rng.randint(6, 22)
+        words = self.rng.choices(self.words, self.weights, k=n)
+        if self.rng.random() < 0.3:
+            words.insert(self.rng.randrange(len(words)), self.rng.choice(PHRASES))
+        return " ".join(words).capitalize() + self.rng.choice((".", ".", ".", "?", ":"))
+
+    def paragraph(self, words: int) -> str:
+        out: list[str] = []
+        while sum(len(s.split()) for s in out) < words:
+            out.append(self.sentence())
+        return " ".join(out)
+
+    def note(self) -> str:
+        body = [f"# {self.sentence()}", "", self.paragraph(self.rng.randint(80, 200)), ""]
+        body += [f"{i}. {self.sentence()}" for i in range(1, self.rng.randint(3, 7))]
+        body += ["", "```bash", f"kb {self.rng.choice(self.words)} --{self.rng.choice(self.words)}", "```", ""]
+        body += [self.paragraph(self.rng.randint(80, 250))]
+        return "---\nkind: concept\nstatus: active\nsources: [x]\n---\n" + "\n".join(body) + "\n"
+
+
+def build_kb(root: Path, notes: Sequence[str]) -> None:
+    """Even-numbered notes only in the manifest (old versions), odd ones only as current files."""
+    rows = []
+    for i, text in enumerate(notes):
+        rel = f"src/content/note/en/note-{i:05d}.md"
+        if i % 2:
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        else:
+            rows.append(row_for(rel, text.encode(), "2026-01-01T00:00:00Z"))
+    append_rows(root / "src/content/note/.manifest.jsonl", rows)
+
+
+def make_records(prose: Prose, notes: Sequence[str], count: int) -> list[str]:
+    records = []
+    for _ in range(count):
+        text = prose.paragraph(prose.rng.randint(20, 400))
+        if prose.rng.random() < 0.02:
+            quoted = prose.rng.choice(notes).split("---\n", 2)[2]
+            text = text + "\n\n" + "\n".join("    " + line for line in quoted.splitlines())
+        records.append(text)
+    return records
+
+
+def timed(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--artifacts", default="10,1000,10000")
+    parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    counts = [int(c) for c in args.artifacts.split(",")]
+
+    prose = Prose(args.seed)
+    # One record stream for every configuration (quotes come from the first notes, present in all).
+    base_notes = [prose.note() for _ in range(10)]
+    records = make_records(prose, base_notes, args.records)
+    prose_bytes = sum(len(r.encode()) for r in records)
+    words = sum(len(tokens(r)) for r in records)
+    results = []
+    for count in counts:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            notes = base_notes + [prose.note() for _ in range(count - len(base_notes))]
+            build_kb(root, notes)
+            layout = Layout(Config(root=root))
+            started = time.perf_counter()
+            derived = DerivedFilter.load(layout, threshold=0.8)
+            load_s = time.perf_counter() - started
+            excluded = sum(derived.match(r) is not None for r in records)
+            match_s = timed(lambda: [derived.match(r) for r in records])
+            blob = pickle.dumps(derived)
+            unpickle_s = timed(lambda: pickle.loads(blob), repeat=1)
+            results.append({
+                "artifacts": derived.artifact_count, "load_s": round(load_s, 3),
+                "us_per_record": round(match_s / len(records) * 1e6, 1),
+                "ns_per_word": round(match_s / words * 1e9, 1),
+                "prose_MB_per_s": round(prose_bytes / match_s / 1e6, 1),
+                "excluded": excluded, "pickle_MB": round(len(blob) / 1e6, 2),
+                "unpickle_s": round(unpickle_s, 3),
+            })
+            print(json.dumps(results[-1]), flush=True)
+
+    # Pieces of one match, and the hash choice, on the same records.
+    all_tokens = [tokens(r) for r in records]
+    normalise_s = timed(lambda: [tokens(r) for r in records])
+    shingle_s = timed(lambda: [shingle_hashes(t) for t in all_tokens])
+    shingle_count = sum(max(0, len(t) - 4) for t in all_tokens)
+    blake3_s = timed(
+        lambda: [[blake3(b" ".join(t[i:i + 5])).digest(length=8) for i in range(len(t) - 4)] for t in all_tokens],
+        repeat=1,
+    )
+    pieces = {
+        "records": len(records), "prose_MB": round(prose_bytes / 1e6, 2), "words": words,
+        "normalise_ns_per_word": round(normalise_s / words * 1e9, 1),
+        "shingle_ns_per_shingle": round(shingle_s / shingle_count * 1e9, 1),
+        "blake3_per_shingle_ns": round(blake3_s / shingle_count * 1e9, 1),
+        "per_record_us_spread": round(
+            (max(r["us_per_record"] for r in results) / min(r["us_per_record"] for r in results) - 1) * 100, 1
+        ) if results else None,
+    }
+    print(json.dumps(pieces))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
