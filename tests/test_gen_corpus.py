@@ -31,6 +31,7 @@ NOT_PROSE_MARKERS = (
     "Chunk ID:", "     1\t", "test session starts", "CONTAINER ID", "Progress: resolved", "The user wants the",
     "Planning the change", "You are a coding agent", "<environment_context>", "<permissions instructions>",
     "AGENTS.md instructions", "Called the Read tool", "Applied 1 edit", "Success. Updated the following files",
+    "<system-reminder>", "This session is being continued", "API Error: 529", "<advisory", "Summary of the work so far",
 )
 
 # Real-shaped secrets (random mode) and the committed placeholders (safe mode).

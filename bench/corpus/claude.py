@@ -3,7 +3,8 @@ under `<session-uuid>/subagents/agent-<id>.jsonl` (+ `.meta.json`), and `history
 
 One line per assistant content block (sharing `message.id` and `usage`), tool
 results as user records with a structured `toolUseResult` beside them (which
-repeats the output, as the real files do), `isMeta` injected user records,
+repeats the output, as the real files do), `isMeta` and `<system-reminder>`
+injections, compaction boundaries and summaries, synthetic API-error turns,
 `system` records, `file-history-snapshot` and title lines.
 """
 
@@ -74,16 +75,18 @@ class _Transcript:
     def user(self, ms: int, content: object, **extra: object) -> str:
         return self.record("user", ms, message={"role": "user", "content": content}, **extra)
 
-    def assistant(self, ms: int, blocks: list[dict[str, object]], stop: str | None) -> None:
+    def assistant(self, ms: int, blocks: list[dict[str, object]], stop: str | None, synthetic: bool = False) -> None:
         rng = self.rng
         msg_id, req = "msg_01" + base62(rng, 22), "req_011C" + base62(rng, 18)
+        model = "<synthetic>" if synthetic else self.ctx.model
+        extra: dict[str, object] = {"isApiErrorMessage": True} if synthetic else {"requestId": req}
         usage = {"input_tokens": rng.randint(3, 900), "cache_creation_input_tokens": rng.randint(0, 9000),
                  "cache_read_input_tokens": rng.randint(0, 150_000), "output_tokens": rng.randint(20, 4000),
                  "service_tier": "standard"}
         for i, block in enumerate(blocks):
-            self.record("assistant", ms + i, message={"model": self.ctx.model, "id": msg_id, "type": "message", "role": "assistant",
+            self.record("assistant", ms + i, message={"model": model, "id": msg_id, "type": "message", "role": "assistant",
                                                       "content": [block], "stop_reason": stop if i == len(blocks) - 1 else None,
-                                                      "stop_sequence": None, "usage": usage}, requestId=req)
+                                                      "stop_sequence": None, "usage": usage}, **extra)
 
     def turn(self, turn: Turn) -> None:
         rng, cwd = self.rng, self.ctx.cwd
@@ -95,7 +98,18 @@ class _Transcript:
         if rng.random() < 0.05:
             self.user(turn.prompt_ms, "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n"
                       "<command-args></command-args>", isMeta=True)
-        self.user(turn.prompt_ms, turn.prompt if rng.random() < 0.8 else [{"type": "text", "text": turn.prompt}])
+        r = rng.random()
+        if r < 0.1:
+            # Claude Code injects reminders as extra text blocks of the user's message.
+            self.user(turn.prompt_ms, [{"type": "text", "text": "<system-reminder>\nThe TodoWrite tool hasn't been used recently. "
+                                        "Ignore this if it is not relevant.\n</system-reminder>"},
+                                       {"type": "text", "text": turn.prompt}])
+        else:
+            self.user(turn.prompt_ms, turn.prompt if r < 0.85 else [{"type": "text", "text": turn.prompt}])
+        if rng.random() < 0.01:
+            self.assistant(turn.prompt_ms + 1, [{"type": "text", "text": 'API Error: 529 {"type":"error","error":'
+                                                 '{"type":"overloaded_error","message":"Overloaded"}}'}], "stop_sequence",
+                           synthetic=True)
         for step in turn.steps:
             blocks: list[dict[str, object]] = []
             if step.thinking:
@@ -107,7 +121,8 @@ class _Transcript:
                        for tid, c in zip(ids, step.tools)]
             self.assistant(step.at_ms, blocks, "tool_use")
             for tid, call in zip(ids, step.tools):
-                result: dict[str, object] = {"tool_use_id": tid, "type": "tool_result", "content": call.output}
+                output: object = call.output if rng.random() < 0.7 else [{"type": "text", "text": call.output}]
+                result: dict[str, object] = {"tool_use_id": tid, "type": "tool_result", "content": output}
                 if call.is_error:
                     result["is_error"] = True
                 self.user(call.ended_ms, [result], toolUseResult=_result(call, cwd))
@@ -115,6 +130,13 @@ class _Transcript:
         if rng.random() < 0.3:
             self.record("system", turn.final_ms + 1, subtype="turn_duration", durationMs=turn.final_ms - turn.prompt_ms,
                         isMeta=False)
+        if rng.random() < 0.03:
+            # Auto-compaction: a boundary, then the summary as a user record the user never typed.
+            self.record("system", turn.final_ms + 2, subtype="compact_boundary", content="Conversation compacted",
+                        compactMetadata={"trigger": "auto", "preTokens": rng.randint(150_000, 190_000)}, level="info")
+            self.user(turn.final_ms + 3, "This session is being continued from a previous conversation that ran out of "
+                      f"context. The conversation is summarized below:\nAnalysis: {turn.prompt[:400]}\nSummary: {turn.final[:800]}",
+                      isCompactSummary=True, isVisibleInTranscriptOnly=True)
 
 
 def write(out: Path, budget: int, content: Content, seed: int) -> int:

@@ -114,6 +114,9 @@ def _turn(r: _Rollout, rng: random.Random, ctx: SessionContext, turn: Turn, lega
     r.message(turn.final_ms, "assistant", turn.final, phase="final_answer")
     if legacy_events:
         r.add(turn.final_ms, "event_msg", {"type": "agent_message", "message": turn.final, "phase": "final_answer"})
+    if rng.random() < 0.03:
+        r.add(turn.final_ms, "compacted", {"message": f"Summary of the work so far: {turn.final[:800]}"})
+        r.add(turn.final_ms, "event_msg", {"type": "context_compacted"})
     r.add(turn.final_ms, "event_msg", {"type": "task_complete", "turn_id": turn_id, "last_agent_message": turn.final[:200],
                                         "duration_ms": turn.final_ms - turn.prompt_ms})
 

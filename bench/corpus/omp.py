@@ -132,6 +132,11 @@ def _session(rng: random.Random, content: Content, target: int, heavy: bool, sid
             _render_turn(tree, rng, ctx, content.turn(rng, ctx), parent)
         else:
             _render_turn(tree, rng, ctx, turn)
+        if rng.random() < 0.05:
+            # The advisor's note, injected into the primary session as an extension message.
+            tree.add("custom_message", ctx.tick(3), customType="advisory", display=True,
+                     content=f'<advisory severity="{rng.choice(("info", "warn"))}">Re-run the tests before claiming '
+                             f"the fix for: {turn.prompt[:120]}</advisory>")
         if rng.random() < 0.04:
             ms = ctx.tick(5)
             tree.message(ms, {"role": "bashExecution", "command": "git status --short", "output": " M src/app.py\n?? notes.md\n",

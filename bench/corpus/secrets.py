@@ -1,7 +1,7 @@
 """Secret-shaped strings for the corpus.
 
 ``random`` mode builds values of the real shapes from the seeded generator
-(so a redactor has something to find); ``placeholder`` mode emits obvious
+(so a redactor has something to find), now and then a whole PEM private key; ``placeholder`` mode emits obvious
 fakes (``sk-EXAMPLE…``, the AWS documentation key) that are safe to commit and
 still trip the redactor; ``none`` emits no secret at all.
 """
@@ -85,6 +85,10 @@ class SecretMaker:
         """A config/env/log line carrying one secret, or None in ``none`` mode."""
         if self.mode == "none":
             return None
+        if self.mode == "random" and rng.random() < 0.04:
+            body = base64.b64encode(rng.randbytes(400)).decode()
+            lines = "\n".join(body[i:i + 70] for i in range(0, len(body), 70))
+            return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{lines}\n-----END OPENSSH PRIVATE KEY-----"
         kind = rng.choice(_KINDS)
         v = self.value(kind, rng)
         if kind == "openai":
