@@ -154,3 +154,24 @@ def test_this_repository_is_a_knowledge_base_that_lints_clean():
     assert result.out.startswith("KB lint passed: ")
     verify = run_kb("raw", "verify", "--root", str(REPO_ROOT))
     assert verify.code == 0, verify.err
+
+
+def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path):
+    """The README's `.kb.yaml` block, loaded as a config, equals the defaults (plus canonical_locale)."""
+    import dataclasses
+
+    from kbtools.config import Config, load_config
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Configuration"):]
+    block = section[section.index("```yaml\n") + 8:section.index("```", section.index("```yaml\n") + 8)]
+    (tmp_path / ".kb.yaml").write_text(block, encoding="utf-8")
+    documented = load_config(tmp_path)
+    defaults = Config(root=tmp_path)
+    assert documented.canonical_locale == "en"
+    for section_field in dataclasses.fields(Config):
+        if section_field.name in ("root", "source", "canonical_locale"):
+            continue
+        assert getattr(documented, section_field.name) == getattr(defaults, section_field.name), section_field.name
+        for key in dataclasses.fields(getattr(defaults, section_field.name)):
+            assert f"  {key.name}:" in block, f"{section_field.name}.{key.name} is not documented"
