@@ -221,12 +221,6 @@ def test_private_paths_emails_and_hosts_appear_in_prose_and_tool_output(corpus: 
 # --------------------------------------------------------------------------- kbtools reads it
 
 
-def _source_names() -> set[str]:
-    from kbtools.ingest import sources
-
-    return {s.name for s in sources.SOURCES}
-
-
 def _units(corpus: Path, tool: str) -> Iterator[object]:
     from kbtools.ingest import sources
     from kbtools.ingest.model import SourceSettings
@@ -244,8 +238,6 @@ def _units(corpus: Path, tool: str) -> Iterator[object]:
 
 @pytest.mark.parametrize("tool", ["omp", "codex", "opencode", "claude"])
 def test_kbtools_sources_read_every_store_and_keep_only_prose(corpus: Path, tool: str) -> None:
-    if tool not in _source_names():
-        pytest.skip(f"no kbtools source for {tool} yet")
     units = list(_units(corpus, tool))
     sessions = [u for u in units if u.record_type == "session"]
     assert sessions
@@ -273,8 +265,6 @@ def test_appended_turns_stay_readable_and_add_prose(tmp_path: Path) -> None:
 def test_kb_ingest_reads_the_generated_corpus(corpus: Path, tmp_path: Path) -> None:
     from tests.testing.cli import run_kb
 
-    if not hasattr(__import__("kbtools.ingest.pipeline", fromlist=["run_ingest"]), "run_ingest"):
-        pytest.skip("no ingest pipeline yet")
     kb = tmp_path / "kb"
     kb.mkdir()
     result = run_kb("ingest", "--root", str(kb), "--skip-hindsight", "--output-dir", str(tmp_path / "out"),

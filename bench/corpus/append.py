@@ -60,7 +60,7 @@ def _codex_lines(last: dict[str, object], prompt: str, reply: str, ms: int, rng:
 
 
 def _claude_lines(last: dict[str, object], prompt: str, reply: str, ms: int, rng: random.Random) -> list[str]:
-    base = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch") if k in last}
+    base: dict[str, object] = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch") if k in last}
     user_uuid, reply_uuid = uuid4(rng), uuid4(rng)
     return [
         dumps({"parentUuid": last.get("uuid"), **base, "type": "user", "message": {"role": "user", "content": prompt},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 from corpus.common import MIN_SESSION, base62, dumps, fixed_mtime, new_context, session_size, write_lines
@@ -139,8 +140,11 @@ class _Session:
 def _build(rng: random.Random, content: Content, ids: _Ids, sid: str, ctx: SessionContext, target: int) -> _Session:
     s = _Session(ids, sid)
     model = {"providerID": ctx.provider, "modelID": ctx.model}
-    tokens = lambda: {"input": rng.randint(100, 9000), "output": rng.randint(50, 3000), "reasoning": rng.randint(0, 900),  # noqa: E731
-                      "cache": {"read": rng.randint(0, 90_000), "write": rng.randint(0, 4000)}}
+
+    def tokens() -> dict[str, object]:
+        return {"input": rng.randint(100, 9000), "output": rng.randint(50, 3000), "reasoning": rng.randint(0, 900),
+                "cache": {"read": rng.randint(0, 90_000), "write": rng.randint(0, 4000)}}
+
     while s.size < target:
         turn = content.turn(rng, ctx)
         for role, text in turn.control:
@@ -162,7 +166,7 @@ def _build(rng: random.Random, content: Content, ids: _Ids, sid: str, ctx: Sessi
         for i, step in enumerate(steps + [None]):
             at = step.at_ms if step else turn.final_ms
             last = step is None
-            info = {"role": "assistant", "time": {"created": at, "completed": at + rng.randint(500, 20_000)}, "parentID": user,
+            info: dict[str, object] = {"role": "assistant", "time": {"created": at, "completed": at + rng.randint(500, 20_000)}, "parentID": user,
                     **model, "mode": "build", "agent": "build", "path": {"cwd": ctx.cwd, "root": ctx.cwd},
                     "cost": round(rng.uniform(0, 0.2), 5), "tokens": tokens(), "finish": "stop" if last else "tool-calls"}
             mid = s.message(at, info)
@@ -186,19 +190,36 @@ def _build(rng: random.Random, content: Content, ids: _Ids, sid: str, ctx: Sessi
     return s
 
 
-def _write_legacy(storage: Path, project_id: str, row: tuple[object, ...], s: _Session) -> int:
+@dataclass(frozen=True)
+class _SessionRow:
+    sid: str
+    project_id: str
+    slug: str
+    directory: str
+    title: str
+    version: str
+    summary: tuple[int, int, int]  # additions, deletions, files
+    created: int
+    updated: int
+
+    def values(self) -> tuple[object, ...]:
+        """In the `session` table's column order."""
+        return (self.sid, self.project_id, None, self.slug, self.directory, self.title, self.version, None, *self.summary,
+                None, None, None, self.created, self.updated, None, None)
+
+
+def _write_legacy(storage: Path, row: _SessionRow, s: _Session) -> int:
     """The pre-1.2 JSON layout: project, session, message and part files carrying their own ids."""
-    sid, _pid, parent, slug, directory, title, version = row[:7]
-    created, updated = row[14], row[15]
-    written = write_lines(storage / "session" / project_id / f"{sid}.json",
-                          [json.dumps({"id": sid, "slug": slug, "version": version, "projectID": project_id, "directory": directory,
-                                       "parentID": parent, "title": title, "time": {"created": created, "updated": updated}},
-                                      indent=2)], int(updated))  # type: ignore[arg-type]
-    written += write_lines(storage / "project" / f"{project_id}.json",
-                          [json.dumps({"id": project_id, "worktree": directory, "vcs": "git",
-                                       "time": {"created": created, "initialized": created}}, indent=2)], int(created))  # type: ignore[arg-type]
+    sid = row.sid
+    written = write_lines(storage / "session" / row.project_id / f"{sid}.json",
+                          [json.dumps({"id": sid, "slug": row.slug, "version": row.version, "projectID": row.project_id,
+                                       "directory": row.directory, "parentID": None, "title": row.title,
+                                       "time": {"created": row.created, "updated": row.updated}}, indent=2)], row.updated)
+    written += write_lines(storage / "project" / f"{row.project_id}.json",
+                           [json.dumps({"id": row.project_id, "worktree": row.directory, "vcs": "git",
+                                        "time": {"created": row.created, "initialized": row.created}}, indent=2)], row.created)
     for mid, _sid, ms, _u, blob in s.messages:
-        written += write_lines(storage / "message" / sid / f"{mid}.json",  # type: ignore[operator]
+        written += write_lines(storage / "message" / sid / f"{mid}.json",
                                [json.dumps({"id": mid, "sessionID": sid, **json.loads(blob)}, indent=2)], ms)
     for pid, mid, _sid, ms, _u, blob in s.parts:
         written += write_lines(storage / "part" / mid / f"{pid}.json",
@@ -238,12 +259,12 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
         sid = ids.make("ses", ctx.started_ms, descending=True)
         s = _build(rng, content, ids, sid, ctx, target)
         title = ctx.turns[0].prompt.split("\n", 1)[0][:80] if ctx.turns else "New session"
-        row = (sid, projects[ctx.cwd], None, f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}", ctx.cwd, title,
-               f"1.{rng.randint(2, 16)}.{rng.randint(0, 9)}", None, rng.randint(0, 400), rng.randint(0, 200), rng.randint(0, 12),
-               None, None, None, ctx.started_ms, ctx.clock_ms, None, None)
+        row = _SessionRow(sid, projects[ctx.cwd], f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}", ctx.cwd, title,
+                          f"1.{rng.randint(2, 16)}.{rng.randint(0, 9)}",
+                          (rng.randint(0, 400), rng.randint(0, 200), rng.randint(0, 12)), ctx.started_ms, ctx.clock_ms)
         only_legacy = legacy == LEGACY_SESSIONS - 1 and sessions >= LEGACY_SESSIONS - 1
         if not only_legacy:
-            db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
+            db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row.values())
             db.executemany("INSERT INTO message VALUES (?,?,?,?,?)", s.messages)
             db.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", s.parts)
             for pos, turn in enumerate(ctx.turns[:3]):
@@ -252,7 +273,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
         if legacy < LEGACY_SESSIONS:
             # The frozen JSON store: the first sessions were also migrated into
             # the DB; the last one exists only in JSON (its DB was reset).
-            legacy_bytes += _write_legacy(storage, projects[ctx.cwd], row, s)
+            legacy_bytes += _write_legacy(storage, row, s)
             legacy += 1
         # The DB's real size so far (page_count includes this transaction's pages).
         db_bytes = db.execute("PRAGMA page_count").fetchone()[0] * page_size
