@@ -160,3 +160,17 @@ def test_hook_steps_skip_a_command_this_kb_lacks_and_stop_before_the_last_after_
     assert run_steps([("lint", "--staged"), ("raw", "verify", "--root")]) == 1
     err = capsys.readouterr().err
     assert "missing raw manifest" in err and "raw verify" not in err
+
+
+def test_plain_hook_records_a_committed_note_once_then_lets_the_commit_through(kb):
+    kb.add_note("new-note", sources=["source-1"])
+    kb.write_index()
+    kb.git("add", "-A")
+    first = _commit(kb.root, "add a note")
+    assert first.returncode != 0  # the manifest changed after staging: the framework's convention
+    manifest = kb.root / "src/content/note/.manifest.jsonl"
+    assert '"path":"src/content/note/en/new-note.md"' in manifest.read_text(encoding="utf-8").replace(" ", "")
+    kb.stage(manifest)
+    second = _commit(kb.root, "add a note")
+    assert second.returncode == 0, second.stderr
+    assert "src/content/note/.manifest.jsonl" in git(kb.root, "show", "--name-only", "--format=", "HEAD")
