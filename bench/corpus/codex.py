@@ -5,8 +5,9 @@ Envelope lines `{timestamp, [ordinal,] type, payload}`: `session_meta` with
 ~KBs of `base_instructions`, a developer permissions message, injected
 `# AGENTS.md instructions` and `<environment_context>` user messages,
 `turn_context`, reasoning items with `encrypted_content`, `exec_command`
-function calls and their outputs, `apply_patch` custom tool calls, assistant
-`output_text` with `phase`, and `event_msg` copies (older files only).
+(newer) or `shell` (older) function calls and their outputs, `apply_patch`
+custom tool calls, assistant `output_text` with `phase`, and `event_msg`
+copies of the turn (older files only).
 """
 
 from __future__ import annotations
@@ -22,17 +23,29 @@ from corpus.model import SessionContext, ToolCall, Turn
 from corpus.vocab import MODELS
 
 
-def _call_input(call: ToolCall) -> tuple[str, str]:
-    """(tool name, arguments or patch text) for one abstract call."""
+def _shell_command(call: ToolCall) -> str:
     a = call.args
     if call.kind == "read":
-        return "exec_command", dumps({"cmd": f"sed -n '1,400p' {a['path']}", "yield_time_ms": 10000})
-    if call.kind == "bash":
-        return "exec_command", dumps({"cmd": a["command"], "yield_time_ms": 10000})
+        return f"sed -n '1,400p' {a['path']}"
     if call.kind == "grep":
-        return "exec_command", dumps({"cmd": f"rg -n '{a['pattern']}' {a['path']}"})
+        return f"rg -n '{a['pattern']}' {a['path']}"
     if call.kind == "glob":
-        return "exec_command", dumps({"cmd": f"rg --files -g '{a['pattern']}'"})
+        return f"rg --files -g '{a['pattern']}'"
+    return a["command"]
+
+
+def _call_input(call: ToolCall, ctx: SessionContext, unified_exec: bool) -> tuple[str, str]:
+    """(tool name, arguments or patch text) for one abstract call.
+
+    Newer builds run commands through `exec_command` (`{"cmd": ...}`); older
+    ones through `shell` with an argv list.
+    """
+    a = call.args
+    if call.kind in ("read", "bash", "grep", "glob"):
+        command = _shell_command(call)
+        if unified_exec:
+            return "exec_command", dumps({"cmd": command, "workdir": ctx.cwd, "yield_time_ms": 10000})
+        return "shell", dumps({"command": ["bash", "-lc", command], "workdir": ctx.cwd, "timeout_ms": 120000})
     if call.kind == "edit":
         old = "\n".join("-" + line for line in a["old"].split("\n"))
         new = "\n".join("+" + line for line in a["new"].split("\n"))
@@ -91,7 +104,7 @@ def _turn(r: _Rollout, rng: random.Random, ctx: SessionContext, turn: Turn, lega
                 r.add(step.at_ms, "event_msg", {"type": "agent_message", "message": step.text, "phase": "commentary"})
         for call in step.tools:
             call_id = "call_" + base62(rng, 24)
-            name, arg = _call_input(call)
+            name, arg = _call_input(call, ctx, unified_exec=not legacy_events)
             if name == "apply_patch":
                 r.add(call.started_ms, "response_item", {"type": "custom_tool_call", "status": "completed", "call_id": call_id,
                                                          "name": name, "input": arg})
@@ -101,8 +114,12 @@ def _turn(r: _Rollout, rng: random.Random, ctx: SessionContext, turn: Turn, lega
             else:
                 r.add(call.started_ms, "response_item", {"type": "function_call", "name": name, "arguments": arg, "call_id": call_id})
                 code = 1 if call.is_error else 0
-                out = (f"Chunk ID: {rng.getrandbits(24):06x}\nWall time: {(call.ended_ms - call.started_ms) / 1000:.4f} seconds\n"
-                       f"Process exited with code {code}\nOriginal token count: {len(call.output) // 4}\nOutput:\n{call.output}")
+                seconds = (call.ended_ms - call.started_ms) / 1000
+                if name == "shell":
+                    out = dumps({"output": call.output, "metadata": {"exit_code": code, "duration_seconds": round(seconds, 1)}})
+                else:
+                    out = (f"Chunk ID: {rng.getrandbits(24):06x}\nWall time: {seconds:.4f} seconds\nProcess exited with code "
+                           f"{code}\nOriginal token count: {len(call.output) // 4}\nOutput:\n{call.output}")
                 r.add(call.ended_ms, "response_item", {"type": "function_call_output", "call_id": call_id, "output": out})
         total += rng.randint(2_000, 20_000)
         r.add(step.at_ms, "event_msg", {"type": "token_count", "info": {
