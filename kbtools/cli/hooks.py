@@ -94,16 +94,10 @@ def _click_tree(app: typer.Typer) -> Any:
 
 
 def _has_command(tree: Any, argv: Sequence[str]) -> bool:
-    try:
-        from typer._click import Context
-    except ImportError:  # pragma: no cover - older typer
-        from click import Context  # type: ignore[no-redef]
-
     *names, option = argv
     command = tree
     for name in names:
-        get = getattr(command, "get_command", None)
-        command = get(Context(command), name) if get else None
+        command = getattr(command, "commands", {}).get(name)  # a click group's subcommands
         if command is None:
             return False
     return any(option in param.opts for param in command.params)

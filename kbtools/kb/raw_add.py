@@ -142,6 +142,7 @@ def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, so
         "immutable": True,
     }
     wrapped = not source.name.lower().endswith(MARKDOWN_SUFFIXES)
+    existing: dict[str, object]
     if wrapped:
         head, body, existing = b"", _fenced(text, source.suffix), {}
         defaults["title"] = source.name
