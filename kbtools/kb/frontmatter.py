@@ -52,14 +52,41 @@ class Frontmatter:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 text of a file, or FrontmatterError for binary / invalid UTF-8 content."""
-    if b"\x00" in data:
-        raise FrontmatterError("binary file, not UTF-8 text")
+    """UTF-8 text of a file, or FrontmatterError for binary / invalid UTF-8 content.
+
+    Only the frontmatter has to be clean: a NUL byte or invalid UTF-8 after the closing
+    fence (old captured evidence) is kept as replacement characters.
+    """
     try:
         text = data.decode("utf-8")
+        bad = -1
     except UnicodeDecodeError as exc:
-        raise FrontmatterError(f"not valid UTF-8 (byte {exc.start})") from None
+        text, bad = "", exc.start
+    nul = data.find(b"\x00")
+    if bad >= 0 or nul >= 0:
+        first = min(x for x in (bad, nul) if x >= 0)
+        end = _frontmatter_end(data)
+        if end < 0 or first < end:
+            binary = nul >= 0 and (end < 0 or nul < end)
+            raise FrontmatterError("binary file, not UTF-8 text" if binary else f"not valid UTF-8 (byte {bad})")
+        text = data.decode("utf-8", "replace")
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _frontmatter_end(data: bytes) -> int:
+    """Byte offset just past the closing ``---`` line, or -1."""
+    if not data.startswith((b"---\n", b"---\r\n", b"--- ", b"\xef\xbb\xbf---")):
+        return -1
+    pos = data.find(b"\n") + 1
+    while 0 < pos < len(data):
+        end = data.find(b"\n", pos)
+        line = data[pos:] if end < 0 else data[pos:end]
+        if line.rstrip() == b"---":
+            return len(data) if end < 0 else end + 1
+        if end < 0:
+            return -1
+        pos = end + 1
+    return -1
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str, int]:

@@ -14,12 +14,14 @@ Results are sorted by path, so every report comes out in a stable order.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["KbFile", "Layer", "scan_layer"]
+__all__ = ["KbFile", "Layer", "read_regular", "scan_layer"]
 
 MARKDOWN_SUFFIX = ".md"
 
@@ -85,3 +87,16 @@ def _kb_file(rel: str, path: str) -> KbFile:
     if not sep:
         locale, rest = "", rel
     return KbFile(rel=rel, locale=locale, slug=rest[: -len(MARKDOWN_SUFFIX)], abspath=path)
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of a regular file; OSError for anything else (a FIFO or device behind a
+    symlink must not hang or feed the lint)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)

@@ -19,7 +19,7 @@ from kbtools.gitio import RepoState, repo_state
 from kbtools.kb.frontmatter import Frontmatter, FrontmatterError, parse_frontmatter
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import Manifest, read_manifest
-from kbtools.kb.tree import KbFile, Layer, scan_layer
+from kbtools.kb.tree import KbFile, Layer, read_regular, scan_layer
 from kbtools.lint.history import History, LintMode, Step, load_history
 
 
@@ -72,8 +72,7 @@ class LintContext:
         doc = self._note_docs.get(note.rel)
         if doc is None:
             try:
-                with open(note.abspath, "rb") as fh:
-                    doc = parse_frontmatter(fh.read())
+                doc = parse_frontmatter(read_regular(note.abspath))
             except FrontmatterError as exc:
                 doc = exc
             except OSError as exc:

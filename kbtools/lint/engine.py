@@ -68,6 +68,7 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
     additions separately (a file changed by two commits appears twice).
     """
     from kbtools.gitio import EMPTY_TREE, added_lines, untracked_files
+    from kbtools.kb.tree import read_regular
 
     root = ctx.layout.root
     manifests = {ctx.rel(ctx.layout.raw_manifest), ctx.rel(ctx.layout.artifact_manifest)}
@@ -82,10 +83,12 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
     result: ChangedLines = [(path, lines) for _, path, lines in added_lines(root, args) if path not in manifests]
     if ctx.mode.since is None and not ctx.mode.staged:
         for rel in untracked_files(root, paths):
-            if rel in manifests:
+            path = root / rel
+            # Only regular files: a symlink (or a FIFO behind one) is never followed.
+            if rel in manifests or path.is_symlink() or not path.is_file():
                 continue
             try:
-                text = (root / rel).read_bytes().decode("utf-8", "replace")
+                text = read_regular(path).decode("utf-8", "replace")
             except OSError:
                 continue
             result.append((rel, list(enumerate(text.splitlines(), start=1))))

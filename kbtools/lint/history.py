@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbtools.errors import ConfigError
+from kbtools.kb.tree import read_regular
 from kbtools.gitio import CommitChange, FileStatus, GitFailed, RepoState, commit_changes, diff_status, read_blobs
 
 WORK_TREE = None  # a Step's ``new_rev`` for "the files on disk"
@@ -106,7 +107,7 @@ def _with_texts(root: Path, steps: list[Step], tracked: list[str]) -> list[Step]
     for i, side, rel, spec in wanted:
         if spec is None:
             try:
-                data: bytes | None = (root / rel).read_bytes()
+                data: bytes | None = read_regular(root / rel)
             except OSError:
                 data = None
         else:

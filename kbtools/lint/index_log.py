@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbtools.kb.frontmatter import FrontmatterError
+from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
 from kbtools.lint.notes import INLINE_LINK, site_note_target, strip_brackets
 from kbtools.lint.problem import Problem
@@ -86,8 +87,8 @@ def _check_index(ctx: LintContext) -> list[Problem]:
     layout = ctx.layout
     index_rel = ctx.rel(layout.index)
     try:
-        text = layout.index.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
+        text = read_regular(layout.index).decode("utf-8", "replace")
+    except OSError:  # missing, a folder, or not a regular file
         return [Problem("index-log-missing", f"missing canonical index: {index_rel}", index_rel)]
     members = index_members(text, ctx)
     problems: list[Problem] = []
@@ -165,8 +166,8 @@ def _check_log(ctx: LintContext) -> list[Problem]:
     log_rel = ctx.rel(layout.log)
     name = layout.log.name
     try:
-        text = layout.log.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
+        text = read_regular(layout.log).decode("utf-8", "replace")
+    except OSError:
         return [Problem("index-log-missing", f"missing canonical log: {log_rel}", log_rel)]
     entries = log_entries(text)
     problems: list[Problem] = []

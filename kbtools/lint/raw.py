@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
+from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
 from kbtools.lint.problem import Problem
 
@@ -61,8 +62,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         if not (check_hash or check_fields):
             continue
         try:
-            with open(f.abspath, "rb") as fh:
-                data = fh.read()
+            data = read_regular(f.abspath)
         except OSError as exc:
             yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})",
                           raw_prefix + f.rel)
@@ -76,8 +76,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         if rel in on_disk or rel not in registered:
             continue
         try:
-            with open(os.path.join(raw_root, rel), "rb") as fh:
-                data = fh.read()
+            data = read_regular(os.path.join(raw_root, rel))
         except OSError:
             continue  # missing: reported above
         if hashlib.sha256(data).hexdigest() != registered[rel]:

@@ -1,0 +1,121 @@
+"""Frontmatter: any YAML list style, dates, and bad input as a Problem naming the file."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
+from tests.testing.cli import run_kb, run_kb_process
+from tests.testing.kbfactory import make_kb
+
+
+@pytest.mark.parametrize("block", [
+    'sources: ["a", "b"]\n',
+    "sources: ['a', 'b']\n",
+    "sources: [a, b]\n",
+    "sources:\n  - a\n  - b\n",
+    "sources:\n- a\n- \"b\"\n",
+    "sources: [\n  a,\n  b,\n]\n",
+])
+def test_every_list_style_gives_the_same_list(block):
+    assert parse_frontmatter(f"---\n{block}---\nbody\n").fields["sources"] == ["a", "b"]
+
+
+def test_quoted_and_unquoted_scalars_agree():
+    fields = parse_frontmatter('---\nstatus: "active"\nkind: concept\nimmutable: true\nq: "true"\nn: ~\n---\n').fields
+    assert fields == {"status": "active", "kind": "concept", "immutable": True, "q": "true", "n": None}
+
+
+@pytest.mark.parametrize("value", ["2026-08-07", "2026-08-07 00:00:00+00:00", "2026-13-45", "2026-02-30T25:61:00Z"])
+def test_dates_are_kept_as_text_and_never_break(value):
+    for block in (f"capturedAt: {value}\n", f"capturedAt: {value}\nanchor: &a x\nalias: *a\n"):
+        assert str(parse_frontmatter(f"---\n{block}---\n").fields["capturedAt"]) == value
+
+
+def test_no_frontmatter_is_empty_not_an_error():
+    doc = parse_frontmatter(b"# Title\n\ntext\n")
+    assert (doc.present, dict(doc.fields), doc.body_line) == (False, {}, 1)
+
+
+def test_body_line_counts_the_frontmatter():
+    doc = parse_frontmatter("---\na: 1\nb: 2\n---\nfirst body line\n")
+    assert doc.body_line == 5 and doc.body.startswith("first body line")
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"---\ntitle: x\n", "frontmatter has no closing ---"),
+    (b"---\ntitle: [unclosed\n---\n", "invalid YAML: "),
+    (b"---\na: 1\na: 2\n---\n", "invalid YAML: duplicate key 'a'"),
+    (b"---\n- a\n- b\n---\n", "frontmatter is a list, not a mapping"),
+    (b"---\njust text\n---\n", "frontmatter is a str, not a mapping"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file, not UTF-8 text"),
+    (b"---\ntitle: caf\xe9\n---\n", "not valid UTF-8 (byte 14)"),
+    (b"---\nt: !custom x\n---\n", "invalid YAML: "),
+])
+def test_bad_frontmatter_raises_a_one_line_reason(data, reason):
+    with pytest.raises(FrontmatterError) as info:
+        parse_frontmatter(data)
+    assert info.value.reason.startswith(reason)
+    assert "\n" not in info.value.reason
+
+
+def test_split_accepts_crlf_and_trailing_spaces_on_fences():
+    block, body, line = split_frontmatter("--- \r\ntitle: x\r\n---\r\nbody\r\n")
+    assert block == "title: x\r\n" and body == "body\r\n" and line == 4
+
+
+@pytest.mark.parametrize("data", [b"---\nkind: [unclosed\n---\n", b"---\nkind: concept\n", b"\x00\x01binary",
+                                  b"---\nkind: caf\xe9\n---\n"])
+def test_bad_note_frontmatter_is_a_problem_naming_the_file(tmp_path, data):
+    kb = make_kb(tmp_path / "kb")
+    kb.note_path("broken").write_bytes(data)
+    result = run_kb_process("lint", cwd=kb.root)
+    assert result.code == 1
+    assert "Traceback" not in result.err
+    assert any(ln.startswith("- wiki page invalid frontmatter: zh-cn/broken.md (") for ln in result.err.splitlines())
+
+
+def test_bad_raw_frontmatter_is_a_problem_naming_the_file(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_raw("broken-source", text=b"---\ntitle: [x\n---\nbody\n")
+    kb.write_index()
+    result = run_kb("lint", "--root", str(kb.root))
+    lines = result.err.splitlines()
+    assert any(ln.startswith("- raw source invalid frontmatter: zh-cn/broken-source.md (invalid YAML") for ln in lines)
+
+
+def test_raw_without_frontmatter_misses_every_field(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_raw("bare-source", text="just evidence\n")
+    kb.write_index()
+    lines = run_kb("lint", "--root", str(kb.root)).err.splitlines()
+    for field in ("title", "capturedAt", "sourceType", "sourceUrl"):
+        assert f"- raw source missing {field}: zh-cn/bare-source.md" in lines
+
+
+def test_raw_immutable_must_be_true_where_present(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_raw("mutable-source", immutable="false")
+    kb.add_raw("quoted-source", immutable='"true"')
+    kb.add_raw("absent-source", immutable=None)
+    kb.write_index()
+    lines = run_kb("lint", "--root", str(kb.root)).err.splitlines()
+    assert lines[1:] == [
+        "- raw source invalid immutable 'False': zh-cn/mutable-source.md",
+        "- raw source invalid immutable 'true': zh-cn/quoted-source.md",
+    ]
+
+
+def test_drafts_are_not_linted(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.note_path("_draft").write_text("no frontmatter at all\n[x](/note/nowhere)\n")
+    (kb.note_root / "zh-cn" / "_wip").mkdir()
+    (kb.note_root / "zh-cn" / "_wip" / "page.md").write_text("nothing\n")
+    result = run_kb("lint", "--root", str(kb.root))
+    assert result.code == 0, result.err
+    assert "2 wiki page(s)" in result.out
+
+
+def test_undecodable_bytes_after_the_frontmatter_are_tolerated():
+    doc = parse_frontmatter(b"---\ntitle: x\n---\nbody \xff\x00 old capture\n")
+    assert doc.fields == {"title": "x"} and "old capture" in doc.body
