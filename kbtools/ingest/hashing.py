@@ -107,13 +107,13 @@ def _from_number(number: float) -> str:
         return ""
     millis = number * 1000 if abs(number) < _SECONDS_LIMIT else number
     try:
-        return _format(_EPOCH + timedelta(milliseconds=millis))
+        moment = _EPOCH + timedelta(milliseconds=millis)
     except (OverflowError, ValueError):
         return ""
+    return _format(moment)
 
 
 def _format(moment: datetime) -> str:
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
-    )
+    # isoformat is implemented in C; only the year needs padding below 1000.
+    text = moment.replace(tzinfo=None).isoformat(timespec="milliseconds")
+    return (text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-'):]}") + "Z"

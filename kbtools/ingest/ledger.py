@@ -473,9 +473,12 @@ class IngestLock:
     def __init__(self, output_dir: Path) -> None:
         import fcntl
 
-        ensure_private_dir(output_dir)
         path = output_dir / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            ensure_private_dir(output_dir)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise KbError(f"cannot create the output directory: {exc.strerror or exc}", str(output_dir)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.config import Config
+from kbtools.errors import KbError
 from kbtools.ingest import ledger
 from kbtools.ingest.candidates import (
     ROLES,
@@ -43,10 +44,11 @@ from kbtools.ingest.candidates import (
     NoteIndex,
     SourceMeta,
     build_candidates,
+    candidate_id,
     is_internal_candidate,
 )
 from kbtools.ingest.control_plane import is_internal_text
-from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
+from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.kb.layout import Layout
@@ -309,28 +311,40 @@ def _slugs(candidates: list[Row]) -> list[str]:
 # --------------------------------------------------------------------------- prior rows
 
 
-def prior_rows(prior: PriorState, digest: PriorSource, *, run_at: str, status: str, skip_reason: str | None,
-               created_at: str | None = None, updated_at: str | None = None) -> SourceRows:
-    """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked."""
+def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, run_at: str, status: str,
+               skip_reason: str | None, created_at: str | None = None, updated_at: str | None = None) -> SourceRows:
+    """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
+
+    A reused entry was redacted by the current rules (the reuse gate says so). A
+    carried-forward one may be older: its text is redacted again before it is
+    written back, so no text reaches disk without the current rules.
+    """
     row = prior.manifest_row(digest)
+    current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
     kept: list[Row] = []
     dropped = 0
     for candidate in prior.rows_for("candidates", digest.source_key):
         if is_internal_candidate(str(candidate.get("text", ""))):
             dropped += 1
             continue
+        if not current:
+            candidate = _redact_again(candidate, redactor)
         kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
     events = list(prior.rows_for("events", digest.source_key))
+    error = str(row.get("error", ""))
+    if not current:
+        error = redact_error(redactor, error)
     row.update(
         parse_status=status,
         candidate_count=len(kept),
         article_slugs=_slugs(kept),
+        error=error,
         run_at=run_at,
         redaction_status=redaction_status(
-            any(c.get("redactions") for c in kept) or row.get("redaction_status", "").startswith("redacted:")
+            any(c.get("redactions") for c in kept) or digest.redaction_status.startswith("redacted:")
         ),
     )
     row.setdefault("truncated", False)
@@ -339,6 +353,35 @@ def prior_rows(prior: PriorState, digest: PriorSource, *, run_at: str, status: s
     if created_at is not None:
         row["created_at"], row["updated_at"] = created_at, updated_at
     return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped)
+
+
+# Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
+_TEXT_FIELDS = frozenset(ledger.KNOWLEDGE_FIELDS) - {"confidence", "source_refs"} | {"text", "summary"}
+
+
+def _redact_again(candidate: Row, redactor: Redactor) -> Row:
+    """Prior candidate text under the current rules (fingerprint and id follow the text)."""
+    out = dict(candidate)
+    labels = list(out.get("redactions") or [])
+
+    def clean(value: str) -> str:
+        red = redactor.redact(value)
+        labels.extend(label for label in red.labels if label not in labels)
+        return red.text
+
+    for name in _TEXT_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = clean(value)
+        elif isinstance(value, list):
+            out[name] = [clean(v) if isinstance(v, str) else v for v in value]
+    out["redactions"] = labels
+    if out["text"] != candidate.get("text"):
+        out["fingerprint"] = fingerprint(str(out["text"]))
+        turn, chunk = out.get("turn_index"), out.get("chunk_index")
+        if isinstance(turn, int) and isinstance(chunk, int):
+            out["candidate_id"] = candidate_id(str(out["source_key"]), out["fingerprint"], turn, chunk)
+    return out
 
 
 def _dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
@@ -404,9 +447,10 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     derived, derived_settings, warnings = load_derived_filter(request)
     out = request.output_dir
     lock = ledger.IngestLock(out) if request.write else None
-    prior = PriorState.load(out)
+    prior = PriorState()
     sink: LedgerSink = LedgerSink()
     try:
+        prior = PriorState.load(out)
         if request.write:
             ledger.remove_stale_temps(out)
             sink = ledger.WriteSink(out, run_id)
@@ -417,7 +461,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         )
         counts = Counts()
         dedup = Deduplicator()
-        state = _RunState(run_id, request, sink, counts, dedup)
+        state = _RunState(run_id, request, sink, counts, dedup, redactor)
         for ref in discover(request.settings):
             counts.discovered += 1
             outcome = process_unit(ref, ctx)
@@ -436,7 +480,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                 if request.prune:
                     counts.pruned += 1
                     continue
-                rows = prior_rows(prior, digest, run_at=run_at, status="skipped", skip_reason=NOT_SCANNED)
+                rows = prior_rows(prior, digest, redactor, run_at=run_at, status="skipped",
+                                  skip_reason=NOT_SCANNED)
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
         state.persist()
@@ -446,6 +491,10 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             sink.commit()
             _write_reports(request, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
+    except OSError as exc:
+        sink.abort()
+        where = exc.filename if isinstance(exc.filename, str) else str(out)
+        raise KbError(f"cannot write the ingest ledgers: {exc.strerror or exc}", where) from None
     except BaseException:
         sink.abort()
         raise
@@ -459,8 +508,9 @@ class _RunState:
     """What the loop accumulates: dedup, counts, journal cadence, seen identities."""
 
     def __init__(self, run_id: str, request: IngestRequest, sink: LedgerSink, counts: Counts,
-                 dedup: Deduplicator) -> None:
+                 dedup: Deduplicator, redactor: Redactor) -> None:
         self.run_id = run_id
+        self.redactor = redactor
         self.request = request
         self.sink = sink
         self.counts = counts
@@ -482,7 +532,7 @@ class _RunState:
             # the ledgers equal those of an uninterrupted run.
             digest = outcome.reuse
             status = digest.parse_status if digest.from_journal else "unchanged"
-            rows = prior_rows(prior, digest, run_at=run_at, status=status, skip_reason=None,
+            rows = prior_rows(prior, digest, self.redactor, run_at=run_at, status=status, skip_reason=None,
                               created_at=outcome.created_at, updated_at=outcome.updated_at)
             rows.manifest["source_key"] = outcome.source_key
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.

@@ -211,10 +211,11 @@ class JsonlScan:
                 line_no += 1
                 if piece.endswith(b"\n") or len(piece) < _PIECE:
                     self.last_line_unterminated = not piece.endswith(b"\n")
-                    line = piece.strip()
-                    if line:
+                    # Not stripped (a copy of every line): JSON ignores the
+                    # surrounding whitespace, and heads are matched loosely.
+                    if not piece.isspace():
                         self.last_line_no = line_no
-                        yield line_no, line, True
+                        yield line_no, piece, True
                     continue
                 # A long line: decide from its head before holding any more of it.
                 head = piece[:LINE_HEAD_BYTES].lstrip()
@@ -233,7 +234,7 @@ class JsonlScan:
                 self.last_line_unterminated = not ended
                 self.last_line_no = line_no
                 if pieces is not None:
-                    yield line_no, b"".join(pieces).strip(), True
+                    yield line_no, b"".join(pieces), True
                 else:
                     yield line_no, head, False
             self.bytes_read = fh.tell()

@@ -136,7 +136,10 @@ def _list_sessions(db: Path) -> list[tuple[tuple[str, str], tuple[Any, ...]]]:
             raise sqlite3.DatabaseError("no session table")
         directory = "directory" if "directory" in columns else "''"
         messages = dict(conn.execute("SELECT session_id, count(*) FROM message GROUP BY session_id"))
-        parts = dict(conn.execute("SELECT session_id, count(*) FROM part GROUP BY session_id"))
+        # Through message, so a schema whose part table lacks session_id works too.
+        parts = dict(conn.execute(
+            "SELECT m.session_id, count(*) FROM part p JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
+        ))
         listing = []
         for session_id, project_id, cwd, updated in conn.execute(
             f"SELECT id, project_id, {directory}, time_updated FROM session ORDER BY id"
@@ -225,16 +228,14 @@ def _message_info(data: Any, fallback_time: Any) -> tuple[str, Any] | None:
     return data["role"], created if created is not None else fallback_time
 
 
-def _part_text(raw: str | bytes, collector: _Collector) -> None:
+def _part_text(raw: bytes | None, collector: _Collector) -> None:
     """Feed a part's prose to the collector; skip tool and other parts unparsed."""
-    head = raw[:_HEAD]
-    marker = '"type":"text"' if isinstance(head, str) else b'"type":"text"'
-    typed = '"type":"' if isinstance(head, str) else b'"type":"'
-    if marker not in head and typed in head:  # type: ignore[operator]
+    head = raw[:_HEAD] if raw is not None else b""
+    if b'"type":"text"' not in head and b'"type":"' in head:
         return
     try:
         part = json.loads(raw)
-    except ValueError:
+    except (TypeError, ValueError):  # NULL, not JSON or not UTF-8
         collector.malformed += 1
         return
     if not isinstance(part, dict) or part.get("type") != "text":
@@ -262,21 +263,25 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         digest.update(json.dumps(session_row, separators=(",", ":"), ensure_ascii=False).encode())
         messages: dict[str, tuple[str, Any, int] | None] = {}
         for index, (message_id, created, data) in enumerate(conn.execute(
-            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+            "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
             (session.session_id,),
         )):
             digest.update(f"\0m\0{message_id}\0{created}\0".encode())
             digest.update(_bytes(data))
             try:
                 info = _message_info(json.loads(data), created)
-            except ValueError:
+            except (TypeError, ValueError):  # NULL or not JSON
                 collector.malformed += 1
                 info = None
             messages[message_id] = (info[0], info[1], index) if info else None
         current = None
+        part_columns = {row[1] for row in conn.execute("PRAGMA table_info(part)")}
+        # Part ids sort in time; an old schema without ids is ordered by time, then insertion.
+        part_id, part_order = ("p.id", "p.id") if "id" in part_columns else ("p.rowid", "p.time_created, p.rowid")
         for part_id, message_id, data in conn.execute(
-            "SELECT p.id, p.message_id, p.data FROM part p JOIN message m ON m.id = p.message_id"
-            " WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id",
+            # As a BLOB: bytes straight from the page, no UTF-8 decode of tool output.
+            f"SELECT {part_id}, p.message_id, CAST(p.data AS BLOB) FROM part p JOIN message m ON m.id = p.message_id"
+            f" WHERE m.session_id = ? ORDER BY m.time_created, m.id, {part_order}",
             (session.session_id,),
         ):
             digest.update(f"\0p\0{part_id}\0{message_id}\0".encode())
@@ -301,7 +306,7 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
 def _bytes(value: Any) -> bytes:
     if isinstance(value, bytes):
         return value
-    return str(value).encode("utf-8", "surrogatepass")
+    return b"" if value is None else str(value).encode("utf-8", "surrogatepass")
 
 
 # ------------------------------------------------------------ legacy tree

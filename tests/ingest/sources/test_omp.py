@@ -126,3 +126,26 @@ def test_large_tool_output_is_skipped_silently_and_keeps_the_tree_linked(tmp_pat
     (unit,) = load_all(tmp_path)
     assert unit.error == ""
     assert [r.text for r in unit.records] == ["first question", "running it", "the log says the disk is full"]
+
+
+def test_reference_fixture_shape_keeps_visible_prose_and_reports_the_bad_line(tmp_path: Path) -> None:
+    def message(role: str, content: object) -> dict:
+        return {"type": "message", "message": {"role": role, "content": content}}
+
+    import json
+
+    lines = [
+        {"type": "session", "id": "omp-secret-id", "cwd": "/home/alice/app", "timestamp": "2026-08-12T00:00:00.000Z"},
+        message("system", [{"type": "text", "text": "system prompt"}]),
+        message("user", [{"type": "text", "text": "Keep this user question"},
+                         {"type": "toolCall", "id": "t", "name": "read", "arguments": {}}]),
+        message("assistant", [{"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "Keep this answer"}]),
+        message("toolResult", [{"type": "text", "text": "tool output"}]),
+    ]
+    path = tmp_path / "d" / "s.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines) + "not-json\n")
+    (unit,) = load_all(tmp_path)
+    assert [r.text for r in unit.records] == ["Keep this user question", "Keep this answer"]
+    assert unit.error == "malformed_json: 1 line (first at line 6)"
+    assert unit.session_identity == "omp-secret-id"

@@ -181,3 +181,50 @@ def test_malformed_part_row_is_counted(tmp_path: Path) -> None:
     (unit,) = load_all(cfg(tmp_path))
     assert unit.error == "malformed_records: 1"
     assert [r.text for r in unit.records] == ["fine", "second"]
+
+
+def test_minimal_schema_of_the_reference_fixture_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE session (id TEXT, project_id TEXT, directory TEXT, time_created INTEGER, time_updated INTEGER);"
+        "CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);"
+        "CREATE TABLE part (message_id TEXT, data TEXT, time_created INTEGER);"
+    )
+    conn.execute("INSERT INTO session VALUES ('ses-secret', 'p', '/home/alice/app', 1780000000000, 1780000001000)")
+    conn.execute("""INSERT INTO message VALUES ('m1', 'ses-secret', 1, '{"role":"user","time":{"created":1}}')""")
+    conn.execute("""INSERT INTO message VALUES ('m2', 'ses-secret', 2, '{"role":"assistant","time":{"created":2}}')""")
+    conn.execute("""INSERT INTO part VALUES ('m1', '{"type":"text","text":"visible question"}', 1)""")
+    conn.execute("""INSERT INTO part VALUES ('m2', '{"type":"reasoning","text":"hidden"}', 2)""")
+    conn.execute("""INSERT INTO part VALUES ('m2', '{"type":"text","text":"visible answer"}', 3)""")
+    conn.commit()
+    conn.close()
+    before = fingerprint(path)
+    (unit,) = load_all(cfg(tmp_path))
+    assert [r.text for r in unit.records] == ["visible question", "visible answer"]
+    assert unit.updated_at == "2026-05-28T20:26:41.000Z"
+    assert fingerprint(path) == before
+
+
+def test_null_and_non_utf8_rows_are_counted_not_fatal(tmp_path: Path) -> None:
+    db = OpenCodeDb(tmp_path / "opencode.db")
+    conv = db.session([user("fine")], session_id="ses_a")
+    message_id = conv.user("second")
+    db.flush(conv)
+    db.conn.execute("PRAGMA ignore_check_constraints = ON")
+    db.conn.execute("CREATE TABLE part2 AS SELECT * FROM part")  # same columns, no NOT NULL
+    db.conn.execute("DROP TABLE part")
+    db.conn.execute("ALTER TABLE part2 RENAME TO part")
+    db.conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?,?,?,?,?,?)",
+        ("prt_zz1", message_id, "ses_a", 1, 1, None),
+    )
+    db.conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?,?,?,?,?,?)",
+        ("prt_zz2", message_id, "ses_a", 1, 1, b'{"type":"text","text":"caf\xe9"}'),
+    )
+    db.conn.commit()
+    db.close()
+    (unit,) = load_all(cfg(tmp_path))
+    assert unit.error == "malformed_records: 2"
+    assert [r.text for r in unit.records] == ["fine", "second"]
