@@ -302,3 +302,18 @@ def test_committed_examples_are_what_the_documented_command_generates(tmp_path: 
     assert _files(tmp_path) == _files(EXAMPLES)
     readme = (REPO / "examples" / "README.md").read_text()
     assert f"--mb 1.5 --seed {EXAMPLE_ARGS['seed']} --safe-secrets" in readme
+
+
+@pytest.mark.slow
+def test_ingest_bench_reports_three_phases(tmp_path: Path) -> None:
+    generate(tmp_path / "corpus", total_bytes=300_000, seed=6)
+    proc = subprocess.run([sys.executable, str(BENCH / "ingest_bench.py"), str(tmp_path / "corpus"), str(tmp_path / "work")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["phase"]: row for row in map(json.loads, proc.stdout.splitlines())}
+    assert list(rows) == ["first", "unchanged", "append", "appended"]
+    assert rows["first"]["processed"] > 0 and rows["first"]["peak_rss_mb"] > 0
+    assert rows["unchanged"]["processed"] == 0
+    assert rows["appended"]["processed"] == rows["append"]["sessions"]
+    # The benchmark grows its own copy, never the corpus it was given.
+    assert _files(tmp_path / "corpus") != _files(tmp_path / "work" / "corpus")
