@@ -175,3 +175,11 @@ def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path)
         assert getattr(documented, section_field.name) == getattr(defaults, section_field.name), section_field.name
         for key in dataclasses.fields(getattr(defaults, section_field.name)):
             assert f"  {key.name}:" in block, f"{section_field.name}.{key.name} is not documented"
+
+
+def test_init_below_the_top_of_a_repository_says_how_to_reach_the_kb(tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    result = run_kb("init", "docs/kb", cwd=repo)
+    assert result.code == 0, result.err
+    assert "--root docs/kb" in result.out
+    assert run_kb("lint", "--root", "docs/kb", cwd=repo).code == 0

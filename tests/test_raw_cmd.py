@@ -203,3 +203,15 @@ def test_raw_verify_needs_no_git(tmp_path):
     result = run_kb("raw", "verify", "--root", str(kb.root), "--format", "json")
     assert result.code == 1
     assert "manifest points to missing raw file: en/source-2.md" in result.out
+
+
+def test_raw_add_registers_a_file_copied_into_the_raw_layer_by_hand(kb):
+    copied = kb.root / "src/content/raw/en/dropped-in.md"
+    copied.write_text("# Dropped in\n\nCopied here without the tool.\n", encoding="utf-8")
+    assert "raw file missing from manifest: en/dropped-in.md" in run_kb("lint", cwd=kb.root).err
+    result = run_kb("raw", "add", str(copied), cwd=kb.root)
+    assert result.code == 0 and result.out.startswith("registered src/content/raw/en/dropped-in.md"), result.err
+    assert _frontmatter(copied)["title"] == "Dropped in"
+    assert _manifest_lines(kb.root)[-1] == f"{hashlib.sha256(copied.read_bytes()).hexdigest()} en/dropped-in.md"
+    again = run_kb("raw", "add", str(copied), cwd=kb.root)
+    assert again.code == 2 and "already in the raw layer and registered" in again.err

@@ -57,5 +57,9 @@ def register(app: typer.Typer) -> None:
         print(f"knowledge base ready in {root}")
         if not local_hooks and not hooks_repo and sc.PRECOMMIT_CONFIG in result.created:
             print(f"next: set repo/rev in {sc.PRECOMMIT_CONFIG} (or rerun with --local-hooks), then `pre-commit install`")
-        if repo_root(root) is None:
+        top = repo_root(root)
+        if top is None:
             print("next: git init && git add -A && git commit -m 'Create knowledge base'")
+        elif top.resolve() != root:
+            print(f"note: {root} is below the top of its git repository ({top}); kb looks for a KB at the "
+                  f"top, so run kb commands (and hook entries) with --root {root.relative_to(top.resolve())}")

@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
                              source_url=source_url):
             extra = f"; added {', '.join(added.fields_added)}" if added.fields_added else ""
             wrapped = "; text wrapped in a fenced block" if added.wrapped else ""
-            print(f"added {layout.rel(added.path)} (sha256 {added.sha256}{extra}{wrapped})")
+            print(f"{'registered' if added.in_place else 'added'} {layout.rel(added.path)} (sha256 {added.sha256}{extra}{wrapped})")
             print(f"  manifest: appended '{added.sha256[:12]}… {added.rel}' to {layout.rel(layout.raw_manifest)}")
         print(f"next: list each new slug in {layout.rel(layout.index)} and log the ingest in "
               f"{layout.rel(layout.log)}")

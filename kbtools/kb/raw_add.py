@@ -12,7 +12,9 @@ verbatim for a reader and a renderer. Binary input (invalid UTF-8 or a NUL
 byte) is refused: it cannot be evidence in a text wiki.
 
 Every file is checked before anything is written, so one bad input leaves the
-KB untouched; then each file is written, then its manifest line appended.
+KB untouched; then each file is written, then its manifest line appended. A file
+already in the raw layer but not in the manifest (copied there by hand) is
+registered where it is, its frontmatter completed the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbtools.errors import KbError
+from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import append_manifest_line, read_manifest, sha256_bytes
 from kbtools.kb.tree import scan_layer
@@ -46,6 +49,7 @@ class RawAddition:
     sha256: str
     wrapped: bool  # non-Markdown text wrapped in a fenced block
     fields_added: tuple[str, ...]
+    in_place: bool = False  # an unregistered file already in the raw layer, registered where it is
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,10 @@ def add_raw(
             captured_at=captured_at,
         )
         new = item.addition
+        if new.in_place:
+            if new.rel in registered:
+                raise KbError("already in the raw layer and registered in the manifest", str(source))
+            taken.pop(new.slug, None)  # the unregistered file being registered where it is
         if new.slug in taken:
             raise KbError(f"raw slug '{new.slug}' already exists (raw files are never overwritten; "
                           "pick another with --slug)", taken[new.slug])
@@ -97,7 +105,11 @@ def add_raw(
         taken[new.slug] = str(source)
         planned.append(item)
     for item in planned:
-        _write_new(item.addition.path, item.data)
+        if item.addition.in_place:
+            if item.addition.path.read_bytes() != item.data:
+                atomic_write_bytes(item.addition.path, [item.data], mode=0o644)
+        else:
+            _write_new(item.addition.path, item.data)
         append_manifest_line(layout, item.addition.rel, item.addition.sha256)
     return [item.addition for item in planned]
 
@@ -165,9 +177,10 @@ def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, so
             newline.encode() if body and not body.startswith((b"\n", b"\r\n")) else b""
         ) + body
     rel = f"{locale}/{new_slug}.md"
+    path = layout.raw_root / locale / f"{new_slug}.md"
     addition = RawAddition(
-        source=source, slug=new_slug, path=layout.raw_root / locale / f"{new_slug}.md", rel=rel,
-        sha256=sha256_bytes(out), wrapped=wrapped, fields_added=missing,
+        source=source, slug=new_slug, path=path, rel=rel, sha256=sha256_bytes(out), wrapped=wrapped,
+        fields_added=missing, in_place=path.resolve() == source.resolve(),
     )
     return _Planned(addition, out)
 
