@@ -10,7 +10,8 @@ What the pipeline calls:
     Code added last.
 
 ``discover_all(settings) -> Iterator[SourceRef]``
-    Every source's refs, in registry order.
+    Every source's refs, in registry order (a broken discovery becomes one
+    ``unavailable`` ref). Refs and units pickle, for worker processes.
 
 ``load(ref, settings) -> SourceUnit``
     Routes a ref to the module that discovered it and never raises on bad
@@ -57,8 +58,18 @@ SOURCES: tuple[Source, ...] = (
 
 
 def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
+    """Every source's refs in registry order; a source whose discovery breaks
+    yields one ``unavailable`` ref naming the exception type, and the others
+    still run."""
     for source in SOURCES:
-        yield from source.discover(settings)
+        try:
+            yield from source.discover(settings)
+        except Exception as exc:
+            tool = source.handles[0][0]
+            yield SourceRef(
+                tool, "session-store", "unavailable", source.name,
+                payload=f"{tool}_discovery_failed: {type(exc).__name__}",
+            )
 
 
 def source_for(ref: SourceRef) -> Source:

@@ -54,6 +54,7 @@ _TEXT_PARTS = frozenset({"input_text", "output_text"})
 _HEAD = 512
 _TYPE = re.compile(rb'"type"\s*:\s*"([A-Za-z_]+)"')
 _PAYLOAD_TYPE = re.compile(rb'"payload"\s*:\s*\{\s*"type"\s*:\s*"([A-Za-z_]+)"')
+_FORK_SUFFIX = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}_([A-Za-z0-9-]+)$", re.I)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12})$", re.I)
 
 _INJECTED_TAGS = (
@@ -205,9 +206,14 @@ def _prose_of(item: dict[str, Any]) -> str:
 
 
 def _session_id(meta: dict[str, Any], path: Path) -> str:
+    """The thread id; a fork or revert file (``…-<thread>_<rollout>.jsonl``)
+    shares its thread's id, so its rollout suffix is added to keep two files
+    from claiming one ledger row."""
+    fork = _FORK_SUFFIX.search(path.stem)
+    suffix = f"_{fork.group(1)}" if fork else ""
     for key in ("id", "session_id"):
         value = meta.get(key)
         if isinstance(value, str) and value:
-            return value
+            return value + suffix
     tail = _UUID_TAIL.search(path.stem)
     return tail.group(1) if tail else path.stem

@@ -105,3 +105,13 @@ def test_legacy_envelope_less_rollout(tmp_path: Path) -> None:
 def test_missing_codex_home_gives_one_unavailable_unit(tmp_path: Path) -> None:
     (unit,) = load_all(tmp_path / "missing")
     assert (unit.format, unit.error) == ("unavailable", "codex_session_store_unavailable")
+
+
+def test_fork_file_sharing_a_thread_id_gets_its_own_identity(tmp_path: Path) -> None:
+    thread = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
+    session = CodexSession(session_id=thread).add([user("original")])
+    original = session.write(tmp_path)
+    fork = original.with_name(original.stem + "_0199ffff-0000-7000-8000-000000000001.jsonl")
+    fork.write_text(original.read_text())
+    ids = sorted(u.session_identity for u in load_all(tmp_path))
+    assert ids == [thread, f"{thread}_0199ffff-0000-7000-8000-000000000001"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,9 @@ def test_every_store_end_to_end_through_the_registry(hermetic_env: Path, tmp_pat
     write_opencode_prompt_history(home / "xdg_state_home/opencode/prompt-history.jsonl", ["typed"])
     write_claude_session(home / ".claude", [user("claude q")])
     settings = resolve_settings(Config(root=tmp_path))
-    units = [load(ref, settings) for ref in discover_all(settings)]
+    refs = list(discover_all(settings))
+    # Refs, settings and units cross process boundaries (--jobs N).
+    units = [pickle.loads(pickle.dumps(load(*pickle.loads(pickle.dumps((ref, settings)))))) for ref in refs]
     assert [(u.tool, u.record_type) for u in units] == [
         ("omp", "session"),
         ("opencode", "session"),
@@ -114,3 +117,26 @@ def test_refs_route_to_the_module_that_found_them() -> None:
     assert source_for(SourceRef("opencode", "prompt-history", "jsonl", "p")).name == "prompt_history"
     assert source_for(SourceRef("opencode", "session", "sqlite", "p")).name == "opencode"
     assert source_for(SourceRef("codex", "prompt-history", "jsonl", "p")).name == "codex"
+
+
+def test_a_file_where_a_store_directory_should_be_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "projects").mkdir()
+    settings = SourceSettings(claude_dir=tmp_path, codex_dir=tmp_path / "codex", omp_sessions=tmp_path / "omp")
+    (tmp_path / "codex").write_text("a file where a directory should be")
+    refs = list(discover_all(settings))
+    assert ("codex", "unavailable") in [(r.tool, r.format) for r in refs]
+
+
+def test_discovery_exception_is_contained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbtools.ingest.sources import codex
+
+    def broken(settings: SourceSettings) -> object:
+        raise PermissionError("denied: /home/alice/secret")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr("kbtools.ingest.sources.SOURCES", tuple(
+        s if s.name != "codex" else type(s)(s.name, broken, codex.load, s.handles) for s in SOURCES
+    ))
+    refs = list(discover_all(SourceSettings()))
+    (broken_ref,) = [r for r in refs if r.tool == "codex"]
+    assert load(broken_ref, SourceSettings()).error == "codex_discovery_failed: PermissionError"
