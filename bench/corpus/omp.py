@@ -106,14 +106,15 @@ def _render_turn(tree: _Tree, rng: random.Random, ctx: SessionContext, turn: Tur
                                  "timestamp": turn.final_ms})
 
 
-def _session(rng: random.Random, content: Content, target: int, heavy: bool, sid: str, ctx: SessionContext,
-             header_extra: dict[str, object]) -> list[str]:
+def _session(rng: random.Random, content: Content, target: int, sid: str, ctx: SessionContext,
+             force_branch: bool) -> list[str]:
     tree = _Tree(rng)
-    tree.lines.append(dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso(ctx.started_ms), "cwd": ctx.cwd,
-                             **header_extra}))
+    tree.lines.append(dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso(ctx.started_ms), "cwd": ctx.cwd}))
     tree.add("model_change", ctx.started_ms, None, model=f"{ctx.provider}/{ctx.model}", role="default")
     tree.add("thinking_level_change", ctx.started_ms, thinkingLevel=rng.choice(("low", "medium", "high")))
     branch_at = rng.randint(1, 4) if rng.random() < 0.2 else -1
+    if force_branch:
+        branch_at = 0
     n = 0
     while line_bytes(tree.lines) < target:
         turn = content.turn(rng, ctx)
@@ -183,7 +184,8 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
         target, heavy = session_size(rng, budget - written)
         ctx = new_context(rng, "anthropic", rng.choice(MODELS["anthropic"]), heavy)
         sid = uuid7(rng, ctx.started_ms)
-        lines = _session(rng, content, target, heavy, sid, ctx, {})
+        # Session 2 always has an abandoned branch, so even a small corpus shows one.
+        lines = _session(rng, content, target, sid, ctx, force_branch=sessions == 2)
         title = ctx.turns[0].prompt.split("\n", 1)[0] if ctx.turns else "New session"
         if rng.random() < 0.8:
             lines.insert(0, title_slot(title, ctx.clock_ms))
