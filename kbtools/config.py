@@ -66,6 +66,9 @@ class IngestConfig:
     claude_dir: str | None = None
     hindsight_url: str | None = None
     skip_hindsight: bool = False
+    # Seconds per Hindsight request, and retries after a timeout or a 5xx answer.
+    hindsight_timeout: float = 10.0
+    hindsight_retries: int = 3
     jobs: int | None = None
     max_text: int = 120_000
     max_candidate: int = 8_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -44,7 +45,11 @@ def register(app: typer.Typer) -> None:
             "prompt_history": prompt_history, "claude_dir": claude_dir, "hindsight_url": hindsight_url,
             "skip_hindsight": skip_hindsight or None,
         }
-        settings = sources.resolve_settings(config, flags)
+        settings = dataclasses.replace(
+            sources.resolve_settings(config, flags),
+            hindsight_timeout=config.ingest.hindsight_timeout,
+            hindsight_retries=config.ingest.hindsight_retries,
+        )
         out = output_dir.resolve() if output_dir is not None else layout.ingest_output
         request = IngestRequest(
             config=config, layout=layout, settings=settings, output_dir=out, write=write, prune=prune,

@@ -475,8 +475,10 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             if identity in state.seen:
                 continue
             for digest in group:
-                if _dropped_on_carry(digest, scanned_prompt_tools):
+                if digest.source_key in state.emitted or _dropped_on_carry(digest, scanned_prompt_tools):
                     continue
+                if digest.parse_status == "failed" and identity in state.discovered:
+                    continue  # an old failure of a source that failed again (or differently) now
                 if request.prune:
                     counts.pruned += 1
                     continue
@@ -516,6 +518,7 @@ class _RunState:
         self.counts = counts
         self.dedup = dedup
         self.seen: set[str] = set()
+        self.discovered: set[str] = set()
         self.emitted: set[str] = set()
         self.prompt_tools: set[str] = set()
         self.last_key = ""
@@ -524,6 +527,7 @@ class _RunState:
     def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
         if outcome.source_key in self.emitted:
             return  # the same source (same identity and bytes) found twice, e.g. a copied file
+        self.discovered.add(outcome.identity)
         if not outcome.failed:
             # A failed read does not supersede what earlier runs kept of this source.
             self.seen.add(outcome.identity)

@@ -288,3 +288,22 @@ def test_a_record_quoting_a_wiki_page_is_excluded_and_logged(env: IngestEnv) -> 
     # Reused on the next run, the event stays in the ledger.
     summary, _ = env.run()
     assert summary["unchanged"] == 1 and summary["derived_excluded"] == 1
+
+
+def test_carried_forward_text_from_older_rules_is_redacted_again(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    (candidate,) = env.rows("candidates")
+    home = "/home/" + "bob" + "smith"
+    text = candidate["text"] + f"\n[assistant] Logs are in {home}/logs/build.log"
+    env.write_rows("candidates", [{**candidate, "text": text}])
+    env.write_rows("manifest", [{**r, "redaction_status": "none:v5"} for r in env.rows("manifest")])
+    for path in sorted(env.omp.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    summary, _ = env.run()
+    assert summary["carried_forward"] == 1
+    (carried,) = env.rows("candidates")
+    assert home not in carried["text"] and "<PRIVATE_PATH>" in carried["text"]
+    assert "<PRIVATE_PATH>" in carried["redactions"]
+    (row,) = env.rows("manifest", tool="omp", record_type="session")
+    assert row["redaction_status"] == f"redacted:{REDACTION_VERSION}"
