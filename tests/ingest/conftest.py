@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,8 @@ class IngestEnv:
             "ingest", "--root", str(self.root),
             "--omp-sessions", str(self.omp), "--codex-dir", str(self.codex),
             "--opencode-db", str(self.opencode_db), "--prompt-history", str(self.prompt_history),
-            "--claude-dir", str(self.claude), "--skip-hindsight",
+            "--claude-dir", str(self.claude),
+            *(() if "--hindsight-url" in extra else ("--skip-hindsight",)),
             *(["--write"] if write else []), *extra,
         ]
 
@@ -91,3 +94,45 @@ def env(tmp_path: Path, hermetic_env: Path) -> IngestEnv:
         prompt_history=tmp_path / "state" / "prompt-history.jsonl",
         claude=tmp_path / "claude",
     )
+
+
+class FakeHindsight(BaseHTTPRequestHandler):
+    """A Hindsight API on 127.0.0.1: one bank ``team`` holding ``memories``; ``mode`` breaks it."""
+
+    mode = "ok"  # ok | 500 | garbage | hang
+    memories: list[dict[str, Any]] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        if self.mode == "500":
+            self.send_response(500)
+            self.end_headers()
+            return
+        if self.mode == "hang":
+            threading.Event().wait(30)
+            return
+        if self.mode == "garbage":
+            body = b"<html>not json"
+        elif "/memories/list" in self.path:
+            body = json.dumps({"items": self.memories}).encode()
+        else:
+            body = json.dumps({"banks": [{"bank_id": "team"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hindsight() -> Iterator[tuple[str, type[FakeHindsight]]]:
+    handler = type("Handler", (FakeHindsight,), {"memories": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()

@@ -4,19 +4,18 @@ earlier ledger rows survive."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sqlite3
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from tests.ingest.conftest import IngestEnv, tech_turn
+from tests.ingest.conftest import FakeHindsight, IngestEnv, tech_turn
 from tests.testing.cli import run_kb
 from tests.testing.sessions import OpenCodeDb, OmpSession, write_omp_session
+
+
+MEMORY = "The Docker build cache is keyed on the lockfile; a changed lockfile rebuilds every layer."
 
 
 def _baseline(env: IngestEnv) -> dict[str, Any]:
@@ -91,55 +90,14 @@ def test_corrupt_and_locked_sqlite_give_error_rows_and_earlier_rows_survive(env:
     assert kept["candidate_id"] in ids and opencode_candidates[0]["candidate_id"] in ids
 
 
-MEMORY = "The Docker build cache is keyed on the lockfile; a changed lockfile rebuilds every layer."
-
-
-class _Hindsight(BaseHTTPRequestHandler):
-    mode = "ok"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
-        if self.mode == "500":
-            self.send_response(500)
-            self.end_headers()
-            return
-        if self.mode == "hang":
-            threading.Event().wait(30)
-            return
-        if self.mode == "garbage":
-            body = b"<html>not json"
-        elif "/memories/list" in self.path:
-            body = json.dumps({"items": [{"id": "mem-1", "text": MEMORY, "created_at": "2026-03-01T00:00:00Z"}]}).encode()
-        else:
-            body = json.dumps({"banks": [{"bank_id": "team"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def hindsight() -> Iterator[tuple[str, type[_Hindsight]]]:
-    handler = type("Handler", (_Hindsight,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.mark.skipif(importlib.util.find_spec("kbtools.ingest.sources.hindsight") is None, reason="no Hindsight source")
 @pytest.mark.parametrize("mode", ["500", "garbage", "hang"])
 def test_broken_hindsight_gives_an_error_row_and_the_run_completes(
-    env: IngestEnv, hindsight: tuple[str, type[_Hindsight]], mode: str
+    env: IngestEnv, hindsight: tuple[str, type[FakeHindsight]], mode: str
 ) -> None:
     kept = _baseline(env)
     url, handler = hindsight
+    handler.memories = [{"id": "mem-1", "text": MEMORY, "created_at": "2026-03-01T00:00:00Z"}]
     (env.root / ".kb.yaml").write_text("ingest:\n  hindsight_timeout: 0.5\n  hindsight_retries: 1\n")
     args = [a for a in env.args() if a != "--skip-hindsight"]
     assert run_kb(*args, "--hindsight-url", url).code == 0

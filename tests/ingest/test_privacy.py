@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 from pathlib import Path
 
-from tests.ingest.conftest import IngestEnv
+from tests.ingest.conftest import FakeHindsight, IngestEnv
 from tests.testing.secrets import SECRET_FAMILIES, SURROUNDINGS, make_secret, plant, rand
 from tests.testing.sessions import (
     OpenCodeDb,
     assistant,
     user,
     write_codex_history,
+    write_claude_session,
     write_codex_session,
     write_omp_session,
     write_opencode_prompt_history,
     write_opencode_storage,
 )
-
-
-def _have(module: str) -> bool:
-    return importlib.util.find_spec(f"kbtools.ingest.sources.{module}") is not None
 
 
 class Planted:
@@ -65,26 +61,28 @@ class Planted:
         return [*self.secrets, self.user_name, self.host, self.home, *self.session_ids]
 
 
-def test_nothing_private_reaches_the_ledgers_or_the_output(env: IngestEnv) -> None:
+def test_nothing_private_reaches_the_ledgers_or_the_output(
+    env: IngestEnv, hindsight: tuple[str, type[FakeHindsight]]
+) -> None:
     p = Planted(20261129)
     write_omp_session(env.omp, p.conversation(0), session_id=p.session_id(), cwd=p.cwd)
     write_codex_session(env.codex, p.conversation(4), session_id=p.session_id(), cwd=p.cwd)
     write_codex_history(env.codex, [p.prose(8)], session_id=p.session_ids[-1])
-    tools = {"omp", "codex"}
-    if _have("opencode"):
-        db = OpenCodeDb(env.opencode_db)
-        db.session(p.conversation(9), session_id=p.session_id(), directory=p.cwd)
-        db.close()
-        write_opencode_storage(env.opencode_db.parent, p.conversation(13), session_id=p.session_id(), directory=p.cwd)
-        tools.add("opencode")
-    if _have("prompt_history"):
-        env.prompt_history.parent.mkdir(parents=True, exist_ok=True)
-        write_opencode_prompt_history(env.prompt_history, [p.prose(17), p.prose(18)])
+    db = OpenCodeDb(env.opencode_db)
+    db.session(p.conversation(9), session_id=p.session_id(), directory=p.cwd)
+    db.close()
+    write_opencode_storage(env.opencode_db.parent, p.conversation(13), session_id=p.session_id(), directory=p.cwd)
+    env.prompt_history.parent.mkdir(parents=True, exist_ok=True)
+    write_opencode_prompt_history(env.prompt_history, [p.prose(17), p.prose(18)])
+    write_claude_session(env.claude, p.conversation(19), session_id=p.session_id(), cwd=p.cwd)
+    url, handler = hindsight
+    handler.memories = [{"id": p.session_id(), "text": p.prose(23), "created_at": "2026-03-01T00:00:00Z"}]
+    tools = {"omp", "codex", "opencode", "claude", "hindsight"}
     # Every secret family and every surrounding is exercised.
     assert len(p.secrets) >= len(SECRET_FAMILIES)
-
-    summary, result = env.run()
-    dry = env.run(write=False)[1]
+    summary, result = env.run("--hindsight-url", url)
+    dry = env.run("--hindsight-url", url, write=False)[1]
+    assert env.rows("manifest", record_type="prompt-history", parse_status="processed")
     produced = {c["tool"] for c in env.rows("candidates")}
     assert produced >= tools, produced
     assert summary["candidates"] >= len(tools)
