@@ -19,6 +19,12 @@ What the pipeline calls:
     ``<tool>_<record_type>_unavailable: <exception type>`` (no message text,
     which could quote the input).
 
+Versions for a stat cache: ``ref.stat_key`` is what discovery saw (files:
+``(size, mtime_ns, inode)``; OpenCode sessions: ``(time_updated, messages,
+parts)``; Hindsight memories: ``(content hash,)``); ``unit.stat_key`` is the
+version of what was actually read — None when the source changed under the
+read or could not be read, meaning "do not cache, load next time".
+
 ``resolve_settings(config, flags) -> SourceSettings``
     Each location from flag > environment variable > ``.kb.yaml``
     (``ingest.*``) > default.

@@ -155,7 +155,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         records=records,
         error=error,
         truncated=collecting.truncated or final_budget.truncated,
-        stat_key=ref.stat_key,
+        stat_key=scan.read_stat_key(),
     )
 
 

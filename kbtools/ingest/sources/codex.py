@@ -171,7 +171,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         records=records,
         error=error,
         truncated=budget.truncated,
-        stat_key=ref.stat_key,
+        stat_key=scan.read_stat_key(),
     )
     return unit
 

@@ -131,7 +131,7 @@ def unmined_unit(
         content_hash=content_hash,
         skip_reason=skip_reason,
         error=error,
-        stat_key=ref.stat_key,
+        stat_key=stat_key(st) if st is not None and not error else None,
     )
 
 
@@ -199,6 +199,14 @@ class JsonlScan:
             or after.st_mtime_ns != before.st_mtime_ns
             or after.st_ino != before.st_ino
         )
+
+    def read_stat_key(self) -> tuple[int, int, int] | None:
+        """The version of the bytes actually read (None if they moved under
+        the read): what a stat cache should remember for this unit, rather
+        than the stat seen at discovery."""
+        if self.stat_before is None or self.changed:
+            return None
+        return stat_key(self.stat_before)
 
     def lines(self, wanted: Callable[[bytes], bool] | None = None) -> Iterator[tuple[int, bytes, bool]]:
         update = self.hasher.update

@@ -76,7 +76,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     return _load_session(ref, settings)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per tree entry of a file: keep it small
 class _Entry:
     entry_id: str | None
     parent_id: str | None
@@ -128,7 +128,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     error = scan.error()
     if error == CHANGED_DURING_READ:
         kept = []
-    unit = _unit(ref, path, header, kept, scan.content_hash, error, scan.stat_before)
+    unit = _unit(ref, path, header, kept, scan.content_hash, error, scan.stat_before, scan.read_stat_key())
     unit.truncated = collecting.truncated or final_budget.truncated
     return unit
 
@@ -205,6 +205,7 @@ def _unit(
     content_hash: str,
     error: str,
     st: os.stat_result | None,
+    read_key: tuple[int, int, int] | None = None,
 ) -> SourceUnit:
     session_id = header.get("id")
     cwd = header.get("cwd")
@@ -220,7 +221,7 @@ def _unit(
         content_hash=content_hash or hashlib.sha256(error.encode()).hexdigest(),
         records=records,
         error=error,
-        stat_key=ref.stat_key,
+        stat_key=read_key,
     )
 
 

@@ -67,5 +67,5 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         records=records,
         error=error,
         truncated=budget.truncated,
-        stat_key=ref.stat_key,
+        stat_key=scan.read_stat_key(),
     )

@@ -114,6 +114,7 @@ def test_file_changed_during_the_read_is_reported(tmp_path: Path) -> None:
     for _ in lines:
         pass
     assert scan.error() == CHANGED_DURING_READ
+    assert scan.read_stat_key() is None  # a stat cache must not remember this read
 
 
 def test_unchanged_file_is_not_reported_changed(tmp_path: Path) -> None:
@@ -122,6 +123,8 @@ def test_unchanged_file_is_not_reported_changed(tmp_path: Path) -> None:
     scan = JsonlScan(path)
     assert [scan.parse(n, line) for n, line, _ in scan.lines()] == [{"a": 1}, {"b": 2}]
     assert scan.error() == ""
+    st = path.stat()
+    assert scan.read_stat_key() == (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def test_prose_beyond_the_cap_is_not_retained_and_marked_truncated(tmp_path: Path) -> None:
