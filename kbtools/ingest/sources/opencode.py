@@ -277,13 +277,15 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         current = None
         part_columns = {row[1] for row in conn.execute("PRAGMA table_info(part)")}
         # Part ids sort in time; an old schema without ids is ordered by time, then insertion.
-        part_id, part_order = ("p.id", "p.id") if "id" in part_columns else ("p.rowid", "p.time_created, p.rowid")
+        id_column, part_order = ("p.id", "p.id") if "id" in part_columns else ("p.rowid", "p.time_created, p.rowid")
+        part_count = 0
         for part_id, message_id, data in conn.execute(
             # As a BLOB: bytes straight from the page, no UTF-8 decode of tool output.
-            f"SELECT {part_id}, p.message_id, CAST(p.data AS BLOB) FROM part p JOIN message m ON m.id = p.message_id"
+            f"SELECT {id_column}, p.message_id, CAST(p.data AS BLOB) FROM part p JOIN message m ON m.id = p.message_id"
             f" WHERE m.session_id = ? ORDER BY m.time_created, m.id, {part_order}",
             (session.session_id,),
         ):
+            part_count += 1
             digest.update(f"\0p\0{part_id}\0{message_id}\0".encode())
             digest.update(_bytes(data))
             info = messages.get(message_id)
@@ -297,10 +299,13 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         conn.execute("COMMIT")
     finally:
         conn.close()
-    return collector.unit(
+    unit = collector.unit(
         ref, session.session_id, session.project, digest.hexdigest(),
         session_row.get("time_created"), session_row.get("time_updated"),
     )
+    # The version of the snapshot read, in discovery's terms.
+    unit.stat_key = (session_row.get("time_updated"), len(messages), part_count)
+    return unit
 
 
 def _bytes(value: Any) -> bytes:
