@@ -8,15 +8,17 @@ that of the longest hit in it (the earliest rule on a tie).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kbtools.config import RedactionConfig
-from kbtools.redact.rules import RULES, Rule
+from kbtools.redact.rules import RULES, Candidate, Rule
 
 # A line holding this marks a deliberate example: find_secrets (lint check 16) skips
 # hits that start on it. Redaction itself never honours it — transcripts are not curated.
 ALLOW_PRAGMA = "kb:allow-secret"
+_MAX_PASSES = 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class Redactor:
         self._allow = tuple(a for a in self.config.allow if a)
         self._secret_rules = tuple(i for i, rule in enumerate(self.rules) if rule.is_secret)
         self._all_rules = tuple(range(len(self.rules)))
+        # The prefilter: each distinct keyword is looked for once per text.
+        self._keywords = tuple(sorted({k for rule in self.rules for k in rule.keywords}))
+        self._rule_keywords = tuple(frozenset(rule.keywords) for rule in self.rules)
 
     def __reduce__(self) -> tuple[object, ...]:
         custom = None if self.rules is RULES else self.rules
@@ -63,8 +68,20 @@ class Redactor:
         spans = self.spans(text)
         if not spans:
             return Redacted(text, ())
-        out: list[str] = []
         labels: list[str] = []
+        text = self._replace(text, spans, labels)
+        # A placeholder can open a boundary that was not there (`a@aa::1` → `<PRIVATE_EMAIL>::1`,
+        # where `::1` now stands alone), so the output is re-checked until nothing more is
+        # found: redacting it again changes nothing (idempotence by construction).
+        for _ in range(_MAX_PASSES - 1):
+            spans = self.spans(text)
+            if not spans:
+                break
+            text = self._replace(text, spans, labels)
+        return Redacted(text, tuple(labels))
+
+    def _replace(self, text: str, spans: list[Span], labels: list[str]) -> str:
+        out: list[str] = []
         pos = 0
         for span in spans:
             placeholder = self.rules[span.rule].placeholder
@@ -74,7 +91,7 @@ class Redactor:
                 labels.append(placeholder)
             pos = span.end
         out.append(text[pos:])
-        return Redacted("".join(out), tuple(labels))
+        return "".join(out)
 
     def find_secrets(self, text: str) -> list[SecretHit]:
         """Credentials only (no identity, host or path rules); skips lines with the allow pragma."""
@@ -90,22 +107,23 @@ class Redactor:
             return []
         if self._allow:
             raw = [s for s in raw if not self._allowed(text, s)]
-        return self._merge(raw)
+        return self._merge(raw) if raw else []
 
     # -- internals --------------------------------------------------------------
 
     def _raw_spans(self, text: str, indices: tuple[int, ...]) -> Iterator[Span]:
-        lower: str | None = None
+        lower = text.lower()
+        # Lower-casing can change the length of a few characters (`İ`); then keyword offsets
+        # do not map onto the text, and anchored rules fall back to a full scan.
+        aligned = len(lower) == len(text)
+        present = {k for k in self._keywords if k in lower}
         for index in indices:
-            rule = self.rules[index]
-            if rule.keywords:
-                if lower is None:
-                    lower = text.lower()
-                if not any(k in lower for k in rule.keywords):
-                    continue
-            yield from self._rule_spans(text, index, rule)
+            keywords = self._rule_keywords[index]
+            if keywords and keywords.isdisjoint(present):
+                continue
+            yield from self._rule_spans(text, lower if aligned else None, index, self.rules[index])
 
-    def _rule_spans(self, text: str, index: int, rule: Rule) -> Iterator[Span]:
+    def _rule_spans(self, text: str, lower: str | None, index: int, rule: Rule) -> Iterator[Span]:
         config = self.config
         if rule.finder is not None:
             for start, end in rule.finder(text):
@@ -113,7 +131,11 @@ class Redactor:
                     yield Span(start, end, index)
             return
         assert rule.regex is not None
-        for match in rule.regex.finditer(text):
+        if rule.anchor is not None and lower is not None:
+            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule)
+        else:
+            matches = rule.regex.finditer(text)
+        for match in matches:
             start, end, group = match.start(), match.end(), None
             for name in rule.groups:
                 if match.start(name) >= 0:
@@ -124,7 +146,7 @@ class Redactor:
                     end -= 1
             if end <= start:
                 continue
-            if rule.accept is not None and not rule.accept(text[start:end], text, start, end, config):
+            if rule.accept is not None and not rule.accept(Candidate(match, start, end), config):
                 continue
             quote = ""
             if rule.json_quote and group == "v_bare":
@@ -158,6 +180,48 @@ class Redactor:
             group_start, group_end, best = span.start, span.end, span
         merged.append(_settle(group_start, group_end, best))
         return merged
+
+
+# After an assignment keyword: the rest of the name, maybe its closing quote, a separator.
+_SEPARATOR_AHEAD = re.compile(r"[A-Za-z0-9_-]{0,64}+\\?[\"']?[ \t]{0,8}[:=+?]")
+
+
+def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[str]]:
+    """The matches ``rule.regex.finditer(text)`` would give, tried only at keyword hits.
+
+    Each hit is backed up over ``rule.anchor`` characters (at most 64, the longest name
+    prefix a rule allows) to where a match could start; an assignment may also start at
+    the opening quote of its key (``"``, ``'``, or JSON-escaped ``\\"``).
+    """
+    assert rule.regex is not None
+    back = rule.anchor_set
+    assignment = rule.json_quote
+    starts: set[int] = set()
+    for keyword in rule.keywords:
+        hit = lower.find(keyword)
+        while hit != -1:
+            if assignment and _SEPARATOR_AHEAD.match(text, hit + len(keyword)) is None:
+                hit = lower.find(keyword, hit + 1)  # a word in prose, not a name being assigned
+                continue
+            start, limit = hit, max(0, hit - 64)
+            while start > limit and text[start - 1] in back:
+                if start > 1 and text[start - 2] == "\\" and text[start - 1] in "nrt":
+                    starts.add(start)  # a token may start right after a JSON `\n`, `\r`, `\t`
+                start -= 1
+            starts.add(start)
+            if rule.json_quote and start > 0 and text[start - 1] in "\"'":
+                starts.add(start - 1)
+                if start > 1 and text[start - 2] == "\\":
+                    starts.add(start - 2)
+            hit = lower.find(keyword, hit + 1)
+    done = -1
+    for start in sorted(starts):
+        if start < done:
+            continue
+        match = rule.regex.match(text, start)
+        if match is not None and match.end() > match.start():
+            done = match.end()
+            yield match
 
 
 def _better(candidate: Span, best: Span) -> bool:

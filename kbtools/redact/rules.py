@@ -30,6 +30,7 @@ import ipaddress
 import json
 import math
 import re
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -62,7 +63,7 @@ END = r"(?![A-Za-z0-9_])"
 _LOCAL_START = r"(?:(?<![A-Za-z0-9_.%+\\-])|(?<=\\[nrt]))"  # an e-mail's local part
 _LOGIN_START = r"(?:(?<![A-Za-z0-9_.%+@\\-])|(?<=\\[nrt]))"
 
-Accept = Callable[[str, str, int, int, RedactionConfig], bool]
+Accept = Callable[["Candidate", RedactionConfig], bool]
 Finder = Callable[[str], Iterator[tuple[int, int]]]
 
 
@@ -75,21 +76,53 @@ class Rule:
     keywords: tuple[str, ...]  # lower-case; () = always run
     pattern: str | None = None  # named groups in `groups` mark the secret; else the whole match
     groups: tuple[str, ...] = ()
-    accept: Accept | None = None  # (value, text, start, end, config) → keep this hit?
+    accept: Accept | None = None  # (candidate, config) → keep this hit?
     finder: Finder | None = None  # instead of a pattern, for what a regex cannot do linearly
+    # Anchored rules try their regex only where a keyword occurs, backed up over these
+    # characters (to the start of a name, a local part, an address): far cheaper than a
+    # scan that must try every letter. None: scan the whole text.
+    anchor: str | None = None
     trim: str = ""  # trailing characters dropped from a hit (sentence punctuation after a path)
     json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
     true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
     false_positives: tuple[str, ...] = ()
     regex: re.Pattern[str] | None = field(default=None, init=False, compare=False, repr=False)
+    anchor_set: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.pattern is not None:
             object.__setattr__(self, "regex", re.compile(self.pattern))
+        if self.anchor:
+            object.__setattr__(self, "anchor_set", frozenset(self.anchor))
 
     @property
     def is_secret(self) -> bool:
         return self.category == CREDENTIAL
+
+
+NAME_CHARS = string.ascii_letters + string.digits + "_-"
+LOCAL_CHARS = string.ascii_letters + string.digits + "._%+-"
+HEX_COLON = string.hexdigits + ":"
+HOST_CHARS = string.ascii_letters + string.digits + ".-"
+
+@dataclass(frozen=True)
+class Candidate:
+    """A regex hit offered to a rule's ``accept`` check: the secret span of ``match``."""
+
+    match: re.Match[str]
+    start: int
+    end: int
+
+    @property
+    def value(self) -> str:
+        return self.match.string[self.start:self.end]
+
+    @property
+    def following(self) -> str:
+        return self.match.string[self.end:self.end + 1]
+
+    def group(self, name: str) -> str:
+        return self.match.group(name) or ""
 
 
 # ---------------------------------------------------------------------------
@@ -119,7 +152,8 @@ _REFERENCE_PREFIXES = (
 _NOT_A_VALUE = frozenset(
     """true false null none nil undefined str string bytes int bool any optional required redacted
     [redacted] hidden masked omitted empty unset n/a na tbd todo xxx ... … a an the is are was to of in
-    on for and or not no yes it this that see use set from with by as be if each per one""".split()
+    on for and or not no yes it this that see use set from with by as be if each per one
+    bearer basic digest bot""".split()
 )
 _MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
 _ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
@@ -136,15 +170,14 @@ def is_reference(value: str, following: str = "") -> bool:
     return bool(_ALL_CAPS_NAME.fullmatch(value))
 
 
-def is_credential_value(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
     """An assigned value that may be a credential (placeholders and references are not)."""
-    stripped = value.strip()
+    stripped = hit.value.strip()
     if not stripped or stripped.lower() in _NOT_A_VALUE or _MASKED.fullmatch(stripped):
         return False
     if stripped in PLACEHOLDERS:
         return False
-    following = text[end:end + 1]
-    return not is_reference(stripped, following)
+    return not is_reference(stripped, hit.following)
 
 
 def shannon_entropy(value: str) -> float:
@@ -170,19 +203,12 @@ def is_high_entropy(value: str) -> bool:
     return shannon_entropy(value) >= 3.3
 
 
-def _secret_name_high_entropy(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    name = _assigned_name(text, start)
-    if "public" in name.lower() or "pub_key" in name.lower():
+def _secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
+    value = hit.value
+    name = hit.group("name").lower()
+    if "public" in name or "pub_key" in name:
         return False
-    return is_credential_value(value, text, start, end, config) and is_high_entropy(value)
-
-
-_NAME_BEFORE = re.compile(r"([A-Za-z0-9_-]{1,128})\\?[\"']?[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:)[ \t]{0,8}\\?[\"']?$")
-
-
-def _assigned_name(text: str, value_start: int) -> str:
-    m = _NAME_BEFORE.search(text, max(0, value_start - 160), value_start)
-    return m.group(1) if m else ""
+    return is_credential_value(hit, config) and is_high_entropy(value)
 
 
 def _has_mixed_classes(value: str) -> bool:
@@ -190,17 +216,17 @@ def _has_mixed_classes(value: str) -> bool:
     return any(c.isdigit() for c in value) or any(c.isupper() for c in value[1:])
 
 
-def _url_password(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    userinfo = value.split("://", 1)[1].split("@", 1)[0]
+def _url_password(hit: Candidate, config: RedactionConfig) -> bool:
+    userinfo = hit.value.split("://", 1)[1].split("@", 1)[0]
     return not is_reference(userinfo.split(":", 1)[1])
 
 
-def _sk_key(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    return _has_mixed_classes(value[3:])  # `sk-learn-compatible-…` is kebab-case prose
+def _sk_key(hit: Candidate, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(hit.value[3:])  # `sk-learn-compatible-…` is kebab-case prose
 
 
-def _credential_token(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    return _has_mixed_classes(value)
+def _credential_token(hit: Candidate, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(hit.value)
 
 
 # ---------------------------------------------------------------------------
@@ -228,7 +254,7 @@ def assignment(name: str) -> str:
     """``name`` (a case-insensitive regex for the whole key), optionally quoted, a separator, a value."""
     return (
         r"(?P<kq>\\?[\"'])?(?<![A-Za-z0-9_-])"
-        rf"(?i:{name})"
+        rf"(?P<name>(?i:{name}))"
         r"(?(kq)(?P=kq))" + _SEPARATOR + _VALUE
     )
 
@@ -270,8 +296,8 @@ _FILE_EXTENSION_TLDS = frozenset(
 )
 
 
-def _email(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    return value.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSION_TLDS
+def _email(hit: Candidate, config: RedactionConfig) -> bool:
+    return hit.value.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSION_TLDS
 
 
 # `pkg@tag`: npm dist-tags, branch names and version pins are not hosts.
@@ -282,8 +308,8 @@ _PACKAGE_TAGS = frozenset(
 _VERSION_PIN = re.compile(r"v?\d[\w.-]*|[0-9a-fA-F]{7,40}|\d+\.x|x|sha\d{1,3}|md5")
 
 
-def _login_at_host(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    host = value.rsplit("@", 1)[1]
+def _login_at_host(hit: Candidate, config: RedactionConfig) -> bool:
+    host = hit.value.rsplit("@", 1)[1]
     if host[0].isdigit():  # only a dotted-quad address is a host here; `pkg@18.2.0` is a version
         return _is_ipv4(host)
     if host.lower() in _PACKAGE_TAGS or _VERSION_PIN.fullmatch(host):
@@ -306,17 +332,17 @@ _PRIVATE_V4 = tuple(
 _PRIVATE_V6 = tuple(ipaddress.IPv6Network(n) for n in ("::1/128", "fc00::/7", "fe80::/10"))
 
 
-def _private_ipv4(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+def _private_ipv4(hit: Candidate, config: RedactionConfig) -> bool:
     try:
-        address = ipaddress.IPv4Address(value)
+        address = ipaddress.IPv4Address(hit.value)
     except ValueError:
         return False
     return any(address in net for net in _PRIVATE_V4)
 
 
-def _private_ipv6(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+def _private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
     try:
-        address = ipaddress.IPv6Address(value.split("%", 1)[0])
+        address = ipaddress.IPv6Address(hit.value.split("%", 1)[0])
     except ValueError:  # `fcab:12`, `std::` and friends are not addresses
         return False
     return any(address in net for net in _PRIVATE_V6)
@@ -324,7 +350,8 @@ def _private_ipv6(value: str, text: str, start: int, end: int, config: Redaction
 
 # ---------------------------------------------------------------------------
 # Paths. A path starts after a delimiter: whitespace, a quote, `(=[{,:>|<`, or any
-# non-ASCII character (CJK prose has no spaces) — never inside a word or a URL.
+# non-ASCII character (CJK prose has no spaces) — never inside a word or a URL, and
+# never right after a placeholder (`localhost/x` must not become a path once redacted).
 
 _NOT_DELIM = r"A-Za-z0-9_.~%+\-/\\@#$&*!?^"
 # One character of a path segment: not a separator (`/`, `\`), not `:` (a `PATH` list or
@@ -336,11 +363,12 @@ def _not_public(config: RedactionConfig, path: str) -> bool:
     return not path.startswith(config.public_path_prefixes)
 
 
-def _posix_path(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
-    return _not_public(config, value)
+def _posix_path(hit: Candidate, config: RedactionConfig) -> bool:
+    return _not_public(config, hit.value)
 
 
-def _file_url(value: str, text: str, start: int, end: int, config: RedactionConfig) -> bool:
+def _file_url(hit: Candidate, config: RedactionConfig) -> bool:
+    value = hit.value
     path = "/" + value.lstrip("/") if value.startswith("/") else value
     return _not_public(config, path)
 
@@ -399,7 +427,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="api-key-assignment", placeholder=API_KEY, category=CREDENTIAL,
         description="a value assigned to `*api_key*` / `apiKey` / `x-api-key` (key and quotes kept)",
-        keywords=("apikey", "api_key", "api-key"),
+        keywords=("apikey", "api_key", "api-key"), anchor=NAME_CHARS,
         pattern=assignment(r"[A-Za-z0-9_-]{0,64}?api[_-]?key[A-Za-z0-9_-]{0,32}+"),
         groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
         true_positives=(
@@ -435,7 +463,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="http-auth", placeholder=TOKEN, category=CREDENTIAL,
         description="`Bearer`/`Basic` credential of 12+ characters (the scheme word stays)",
-        keywords=("bearer", "basic"),
+        keywords=("bearer", "basic"), anchor="",
         pattern=r"(?<![A-Za-z0-9_])(?:[Bb]earer|[Bb]asic)[ \t]{1,8}(?P<credential>[A-Za-z0-9._~+/=-]{12,8192}+)",
         groups=("credential",), accept=_credential_token,
         true_positives=(
@@ -466,7 +494,7 @@ RULES: tuple[Rule, ...] = (
         id="secret-assignment", placeholder=TOKEN, category=CREDENTIAL,
         description="a value assigned to `*token`, `*authorization`, `*cookie`, `*secret`, `*secret_key` "
         "(`tokens_saved=42`, `token_count=10`, `max_tokens=4096` survive: the name must end there)",
-        keywords=("token", "authorization", "cookie", "secret"),
+        keywords=("token", "authorization", "cookie", "secret"), anchor=NAME_CHARS,
         pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:token|authorization|cookie|secret(?:[_-]?key)?)(?![A-Za-z0-9_-])"),
         groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
         true_positives=(
@@ -487,7 +515,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="cookie-header", placeholder=TOKEN, category=CREDENTIAL,
         description="a `Cookie:`/`Set-Cookie:` header line, every pair to the end of the line",
-        keywords=("cookie",),
+        keywords=("cookie",), anchor=NAME_CHARS,
         pattern=r"(?<![A-Za-z0-9_-])(?i:(?:set-)?cookie):[ \t]{0,8}(?P<cookie>[^\r\n\"'\\]{1,4096}+)",
         groups=("cookie",), accept=is_credential_value,
         true_positives=(("Cookie: theme=dark; session=" + fill(24), fill(24)),),
@@ -496,7 +524,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="password-assignment", placeholder=PASSWORD, category=CREDENTIAL,
         description="a value assigned to `*password*`, `*passwd*`, `*passphrase*`",
-        keywords=("password", "passwd", "passphrase"),
+        keywords=("password", "passwd", "passphrase"), anchor=NAME_CHARS,
         pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:password|passwd|passphrase)[A-Za-z0-9_-]{0,32}+"),
         groups=_VALUE_GROUPS, accept=is_credential_value, json_quote=True,
         true_positives=(
@@ -511,7 +539,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="email", placeholder=EMAIL, category=IDENTITY,
         description="e-mail address",
-        keywords=("@",),
+        keywords=("@",), anchor=LOCAL_CHARS,
         pattern=_LOCAL_START + r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}" + END,
         accept=_email,
         true_positives=(("mail alice@example.com now", "alice@example.com"),
@@ -521,7 +549,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="login-at-host", placeholder=EMAIL, category=IDENTITY,
         description="`user@host` (not `pkg@version`, `pkg@latest`, `action@v4`)",
-        keywords=("@",),
+        keywords=("@",), anchor=LOCAL_CHARS,
         pattern=_LOGIN_START + r"[A-Za-z0-9._-]{1,64}@(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9_-]{1,63})(?![A-Za-z0-9_@-]|\.[A-Za-z0-9])",
         accept=_login_at_host,
         true_positives=(("ssh user@buildbox", "user@buildbox"), ("root@10.0.0.7", "root")),
@@ -531,7 +559,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="private-ipv4", placeholder=HOST, category=HOST_CATEGORY,
         description="loopback, RFC 1918, link-local and CGNAT IPv4 addresses",
-        keywords=("10.", "127.", "172.", "192.168.", "169.254.", "100."),
+        keywords=("10.", "127.", "172.", "192.168.", "169.254.", "100."), anchor="",
         pattern=r"(?<![A-Za-z0-9_.\\])(?:10|127|172|192|169|100)\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)",
         accept=_private_ipv4,
         true_positives=(("host 192.168.1.2 up", "192.168.1.2"), ("127.0.0.1:8080", "127.0.0.1"),
@@ -541,7 +569,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="private-ipv6", placeholder=HOST, category=HOST_CATEGORY,
         description="IPv6 loopback `::1`, unique-local `fc00::/7`, link-local `fe80::/10` (validated)",
-        keywords=(":",),
+        keywords=("::", "fc", "fd", "fe8", "fe9", "fea", "feb"), anchor=HEX_COLON,
         pattern=r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])",
         accept=_private_ipv6,
         true_positives=(("bind ::1 now", "::1"), ("fe80::1", "fe80::1"), ("fd00::42", "fd00::42")),
@@ -550,7 +578,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="private-hostname", placeholder=HOST, category=HOST_CATEGORY,
         description="`localhost` and names under `.internal`, `.local`, `.lan`, `.corp`, `.home.arpa`",
-        keywords=("localhost", ".internal", ".local", ".lan", ".corp", ".home.arpa"),
+        keywords=("localhost", ".internal", ".local", ".lan", ".corp", ".home.arpa"), anchor=HOST_CHARS,
         pattern=(
             r"(?<![A-Za-z0-9_.\\-])(?i:localhost|(?:[a-z0-9-]{1,63}\.){1,10}"
             r"(?:internal|localdomain|local|lan|corp|home\.arpa))(?![A-Za-z0-9_-]|\.[A-Za-z0-9])"
@@ -562,7 +590,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="unc-path", placeholder=PATH, category=PATH_CATEGORY,
         description="UNC path `\\\\server\\share\\…` (also JSON-escaped)",
-        keywords=("\\\\",),
+        keywords=("\\\\",), anchor="\\",
         pattern=(
             r"(?<![A-Za-z0-9_\\])\\{2,8}[A-Za-z0-9._$-]{2,255}(?:\\{1,4}" + _SEG + r"{1,255}){1,64}"
         ),
@@ -572,7 +600,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="windows-path", placeholder=PATH, category=PATH_CATEGORY,
         description="Windows drive path `C:\\…` or `C:/…` (also JSON-escaped)",
-        keywords=(":\\", ":/"),
+        keywords=(":\\", ":/"), anchor=string.ascii_letters,
         pattern=START + r"[A-Za-z]:(?:\\{1,4}|/(?!/))" + _SEG + r"{1,255}(?:(?:\\{1,4}|/)" + _SEG + r"{1,255}){0,64}",
         true_positives=(("C:\\Users\\alice\\secret", "alice"), ("D:\\work\\private-repo", "private-repo"),
                         ('"C:\\\\Users\\\\bob"', "bob")),
@@ -582,7 +610,7 @@ RULES: tuple[Rule, ...] = (
         id="tilde-path", placeholder=PATH, category=PATH_CATEGORY,
         description="home-relative path `~/…`",
         keywords=("~/",),
-        pattern=r"(?<![" + _NOT_DELIM + r"])~/" + _SEG + r"{1,255}(?:/" + _SEG + r"{1,255}){0,64}",
+        pattern=r"~/(?<![" + _NOT_DELIM + r"]~/)(?<![A-Z]>~/)" + _SEG + r"{1,255}(?:/" + _SEG + r"{1,255}){0,64}",
         trim=".:!?",
         true_positives=(("cat ~/.config/app", ".config/app"), ("path:~/.omp/store", ".omp/store")),
         false_positives=("a~/b", "~/"),
@@ -601,7 +629,7 @@ RULES: tuple[Rule, ...] = (
         description="absolute POSIX path after a delimiter, two segments or more (`/home/…`, `/Users/…`, "
         "`/tmp/…`); well-known system prefixes (`/usr/`, `/etc/`, `/opt/`, `/proc/`…) are public",
         keywords=("/",),
-        pattern=r"(?<![" + _NOT_DELIM + r"])/" + _SEG + r"{1,255}(?:/" + _SEG + r"{0,255}){1,64}",
+        pattern=r"/(?<![" + _NOT_DELIM + r"]/)(?<![A-Z]>/)" + _SEG + r"{1,255}(?:/" + _SEG + r"{0,255}){1,64}",
         accept=_posix_path, trim=".:!?",
         true_positives=(
             ("中文/home/alice/app", "alice"), (">/home/alice/redirect", "alice"),
@@ -692,7 +720,7 @@ RULES: tuple[Rule, ...] = (
         "name containing key, secret, token, credential, auth, pass, private, signature, salt, dsn or seed "
         "(not `public`; digests, shas, UUIDs and versions are not random-looking)",
         keywords=("key", "secret", "token", "cred", "auth", "pass", "pwd", "private", "signature", "salt",
-                  "dsn", "seed"),
+                  "dsn", "seed"), anchor=NAME_CHARS,
         pattern=assignment(
             r"[A-Za-z0-9_-]{0,64}?(?:key|secret|token|credential|auth|pass|pwd|private|signature|salt|dsn|seed)"
             r"[A-Za-z0-9_-]{0,64}+"
@@ -713,13 +741,17 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
-def rules_fingerprint(rules: tuple[Rule, ...] = RULES) -> str:
-    """A digest of everything about the rules that can change redacted output."""
-    parts = []
-    for rule in rules:
-        parts.append("\0".join((
-            rule.id, rule.placeholder, rule.category, ",".join(rule.keywords), rule.pattern or "",
-            ",".join(rule.groups), getattr(rule.accept, "__name__", "") or "",
-            getattr(rule.finder, "__name__", "") or "", rule.trim, str(rule.json_quote),
-        )))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+def rules_fingerprint() -> str:
+    """A digest of the redaction code (this module and the engine).
+
+    Any edit changes it, so a test that pins (REDACTION_VERSION, fingerprint) stops every
+    change to the rules from landing without a decision: bump the version when output can
+    change; re-pin alone when it cannot (a comment, a rename).
+    """
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in ("rules.py", "engine.py"):
+        digest.update((here / name).read_bytes().replace(b"\r\n", b"\n"))
+    return digest.hexdigest()[:16]
