@@ -7,10 +7,24 @@ tested against what it will meet. A conversation is a list of :class:`Msg`;
 the per-agent builders also take raw entries for the odd cases (branches,
 injected blocks, malformed lines).
 
-Layouts (``home`` is the hermetic ``$HOME`` of a test):
+Layouts and builders (``home`` is the hermetic ``$HOME`` of a test):
 
-- OMP: ``<root>/<dir-name>/<ts>_<session-id>.jsonl``, advisor transcripts in
-  ``<root>/<dir-name>/<ts>_<session-id>/__advisor.jsonl``;
+- OMP (:class:`OmpSession`, :func:`write_omp_session`, :func:`write_omp_advisor`):
+  ``<sessions>/<dir-name>/<ts>_<session-id>.jsonl``; advisor transcripts in
+  ``<sessions>/<dir-name>/<ts>_<session-id>/__advisor.jsonl``. Default root
+  ``home/.omp/agent/sessions``.
+- Codex (:class:`CodexSession`, :func:`write_codex_session`,
+  :func:`write_codex_history`): ``<codex>/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl``,
+  ``<codex>/archived_sessions/``, ``<codex>/history.jsonl``. Default ``home/.codex``.
+- OpenCode (:class:`OpenCodeDb`, :func:`write_opencode_storage`,
+  :func:`write_opencode_prompt_history`): ``<data>/opencode/opencode.db`` (drizzle
+  schema), the legacy ``<data>/opencode/storage/`` tree, and
+  ``<state>/opencode/prompt-history.jsonl``.
+- Claude Code (:class:`ClaudeSession`, :func:`write_claude_session`):
+  ``<claude>/projects/<encoded cwd>/<session>.jsonl`` and
+  ``…/<session>/subagents/agent-<id>.jsonl``. Default ``home/.claude``.
+- Hindsight (:class:`HindsightServer`): a real HTTP server on 127.0.0.1 in a
+  thread, serving memories with paging, or any handler (500, hang, garbage).
 """
 
 from __future__ import annotations
@@ -691,3 +705,86 @@ class ClaudeSession(_Conversation):
 
 def write_claude_session(claude_dir: Path, messages: Iterable[Msg], **kwargs: Any) -> Path:
     return ClaudeSession(**kwargs).add(messages).write(claude_dir)
+
+
+# --------------------------------------------------------------- Hindsight
+
+
+def send_json(handler: Any, value: Any, status: int = 200) -> None:
+    body = json.dumps(value).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def hindsight_memory_api(memories: dict[str, list[dict[str, Any]]]) -> Any:
+    """A request handler serving ``memories`` (bank id → items) as the real API
+    does: ``/v1/default/banks`` and ``…/banks/<id>/memories/list?limit=&offset=``."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    def handle(handler: Any) -> None:
+        url = urlparse(handler.path)
+        parts = url.path.split("/")
+        if url.path.endswith("/v1/default/banks"):
+            send_json(handler, {"banks": [{"bank_id": b, "name": b} for b in memories]})
+            return
+        if len(parts) < 3 or parts[-2:] != ["memories", "list"]:
+            send_json(handler, {"detail": "not found"}, status=404)
+            return
+        bank = unquote(parts[-3])
+        query = parse_qs(url.query)
+        limit, offset = int(query.get("limit", ["100"])[0]), int(query.get("offset", ["0"])[0])
+        items = memories.get(bank, [])
+        send_json(handler, {"items": items[offset:offset + limit], "total": len(items), "limit": limit,
+                            "offset": offset})
+
+    return handle
+
+
+class HindsightServer:
+    """A Hindsight API on 127.0.0.1 in a thread: ``with HindsightServer(...) as server``.
+
+    ``memories`` maps bank ids to memory items, served with paging as the real
+    API does; ``handler`` replaces that with any behaviour (an error status,
+    a hang, garbage). ``requests`` records each request's path and headers.
+    """
+
+    def __init__(
+        self,
+        memories: dict[str, list[dict[str, Any]]] | None = None,
+        *,
+        handler: Any = None,
+    ) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.memories = memories or {}
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        handle = handler or hindsight_memory_api(self.memories)
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                outer.requests.append((self.path, dict(self.headers)))
+                handle(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> HindsightServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -2,52 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, unquote, urlparse
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from kbtools.ingest.model import SourceSettings
 from kbtools.ingest.sources import hindsight
+from tests.testing.sessions import HindsightServer, hindsight_memory_api, send_json
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
 
 
-class Server:
-    def __init__(self, handle: Handler) -> None:
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        outer = self
-
-        class _Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                outer.requests.append((self.path, dict(self.headers)))
-                handle(self)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def serve() -> Iterator[Callable[[Handler], Server]]:
-    servers: list[Server] = []
+def serve() -> Iterator[Callable[[Handler], HindsightServer]]:
+    servers: list[HindsightServer] = []
 
-    def start(handle: Handler) -> Server:
-        servers.append(Server(handle))
+    def start(handle: Handler) -> HindsightServer:
+        servers.append(HindsightServer(handler=handle))
         return servers[-1]
 
     yield start
@@ -58,30 +33,6 @@ def serve() -> Iterator[Callable[[Handler], Server]]:
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hindsight, "BACKOFF_S", 0.01)
-
-
-def send_json(handler: BaseHTTPRequestHandler, value: object, status: int = 200) -> None:
-    body = json.dumps(value).encode()
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-
-
-def memory_api(memories: dict[str, list[dict[str, object]]]) -> Handler:
-    def handle(handler: BaseHTTPRequestHandler) -> None:
-        url = urlparse(handler.path)
-        if url.path == "/v1/default/banks":
-            send_json(handler, {"banks": [{"bank_id": b} for b in memories]})
-            return
-        bank = unquote(url.path.split("/")[4])
-        query = parse_qs(url.query)
-        limit, offset = int(query["limit"][0]), int(query["offset"][0])
-        items = memories[bank]
-        send_json(handler, {"items": items[offset:offset + limit], "total": len(items), "limit": limit,
-                            "offset": offset})
-    return handle
 
 
 def run(url: str, **kw: object) -> list:
@@ -95,7 +46,7 @@ def test_memories_become_units_across_pages_and_banks(serve, monkeypatch: pytest
         "team": [{"id": f"m{i}", "text": f"fact {i}", "date": 1700000000 + i} for i in range(5)],
         "solo bank": [{"id": "x", "content": {"text": "object text"}, "edited_at": "2026-01-01T00:00:00Z"}],
     }
-    server = serve(memory_api(memories))
+    server = serve(hindsight_memory_api(memories))
     units = run(server.url)
     assert [(u.project_identity, u.session_identity, u.records[0].text) for u in units] == [
         *[("team", f"m{i}", f"fact {i}") for i in range(5)],
@@ -112,7 +63,7 @@ def test_memories_become_units_across_pages_and_banks(serve, monkeypatch: pytest
 
 def test_bearer_header_sent_only_with_a_key(serve) -> None:  # type: ignore[no-untyped-def]
     key = "hs_" + secrets.token_hex(12)
-    server = serve(memory_api({"b": []}))
+    server = serve(hindsight_memory_api({"b": []}))
     run(server.url, hindsight_api_key=key)
     run(server.url)
     with_key, without = server.requests[0][1], server.requests[-1][1]
@@ -142,7 +93,7 @@ def test_http_500_is_retried_then_one_error_unit(serve) -> None:  # type: ignore
 
 def test_transient_500_recovers(serve) -> None:  # type: ignore[no-untyped-def]
     answers = iter([500, 200])
-    api = memory_api({"b": [{"id": "1", "text": "kept"}]})
+    api = hindsight_memory_api({"b": [{"id": "1", "text": "kept"}]})
 
     def handle(handler: BaseHTTPRequestHandler) -> None:
         if handler.path.endswith("/banks") and next(answers) == 500:
@@ -186,7 +137,7 @@ def test_garbage_json_is_an_error_unit_without_quoting_it(serve) -> None:  # typ
 
 def test_failure_midway_keeps_the_memories_already_listed(serve, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(hindsight, "PAGE_SIZE", 1)
-    api = memory_api({"b": [{"id": "1", "text": "first"}, {"id": "2", "text": "second"}]})
+    api = hindsight_memory_api({"b": [{"id": "1", "text": "first"}, {"id": "2", "text": "second"}]})
 
     def handle(handler: BaseHTTPRequestHandler) -> None:
         if "offset=1" in handler.path:
