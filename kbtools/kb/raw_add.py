@@ -74,6 +74,12 @@ def add_raw(
     source_url: str | None = None,
     now: dt.datetime | None = None,
 ) -> list[RawAddition]:
+    """Add each file as raw evidence under ``<raw>/<locale>/<slug>.md`` and register it.
+
+    ``locale`` defaults to the canonical one; ``slug`` (one file only) to the file
+    name in kebab-case. Raises KbError, before writing anything, if any file is
+    unreadable or binary, or its slug or manifest path is already taken.
+    """
     if not files:
         raise KbError("no file given", "kb raw add")
     if slug is not None and len(files) > 1:
@@ -101,7 +107,8 @@ def add_raw(
             raise KbError(f"raw slug '{new.slug}' already exists (raw files are never overwritten; "
                           "pick another with --slug)", taken[new.slug])
         if new.rel in registered:
-            raise KbError(f"manifest already has a line for {new.rel}; a slug is never reused", layout.rel(layout.raw_manifest))
+            raise KbError(f"manifest already has a line for {new.rel}; a slug is never reused",
+                          layout.rel(layout.raw_manifest))
         taken[new.slug] = str(source)
         planned.append(item)
     for item in planned:
