@@ -264,7 +264,7 @@ class JsonlScan:
             return None
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             self.issues.note("binary_content" if "\x00" in text else "malformed_json", line_no)
             return None
 

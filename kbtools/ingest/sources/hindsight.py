@@ -200,7 +200,7 @@ class _Client:
                 raise HindsightUnavailable("response too large")
             try:
                 return json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise HindsightUnavailable("invalid JSON response") from None
         noun = "attempt" if self.attempts == 1 else "attempts"
         raise HindsightUnavailable(f"{last} after {self.attempts} {noun}")

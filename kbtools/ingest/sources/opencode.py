@@ -235,7 +235,7 @@ def _part_text(raw: bytes | None, collector: _Collector) -> None:
         return
     try:
         part = json.loads(raw)
-    except (TypeError, ValueError):  # NULL, not JSON or not UTF-8
+    except (TypeError, ValueError, RecursionError):  # NULL, not JSON or not UTF-8
         collector.malformed += 1
         return
     if not isinstance(part, dict) or part.get("type") != "text":
@@ -270,7 +270,7 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
             digest.update(_bytes(data))
             try:
                 info = _message_info(json.loads(data), created)
-            except (TypeError, ValueError):  # NULL or not JSON
+            except (TypeError, ValueError, RecursionError):  # NULL or not JSON
                 collector.malformed += 1
                 info = None
             messages[message_id] = (info[0], info[1], index) if info else None
@@ -350,7 +350,7 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         session = json.loads(_read_json_file(path, digest))
     except OSError as exc:
         return _failed(ref, session_id, "", f"read_error: {os_error_reason(exc)}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return _failed(ref, session_id, "", "malformed_json: session file")
     if not isinstance(session, dict):
         session = {}
@@ -361,7 +361,7 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         for message_file in sorted(message_dir.glob("*.json")) if message_dir.is_dir() else []:
             try:
                 data = json.loads(_read_json_file(message_file, digest))
-            except ValueError:
+            except (ValueError, RecursionError):
                 collector.malformed += 1
                 continue
             info = _message_info(data, None)

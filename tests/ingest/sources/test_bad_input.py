@@ -61,6 +61,14 @@ def test_malformed_line_in_the_middle_is_counted_without_quoting_it(tmp_path: Pa
 
 
 @pytest.mark.parametrize("name", BUILDERS)
+def test_absurdly_nested_line_is_malformed_not_a_crash(tmp_path: Path, name: str) -> None:
+    deep = b'{"type":"message","message":{"role":"user","content":' + b"[" * 200_000 + b"]" * 200_000 + b"}}"
+    unit = _load(name, tmp_path, [deep])
+    assert unit.error.startswith("malformed_json: 1 line")
+    assert [r.text for r in unit.records] == ["kept question", "kept answer"]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
 def test_invalid_utf8_line_is_an_error_and_other_lines_survive(tmp_path: Path, name: str) -> None:
     bad = '{"type":"message","message":{"role":"user","content":"caf\xe9"}}'.encode("latin-1")
     unit = _load(name, tmp_path, [bad])
