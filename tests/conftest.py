@@ -32,7 +32,9 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One PRE_COMMIT_HOME for the whole run: a hook environment (built from PyPI) is installed once.
 
-    Pass it to `pre-commit` subprocesses as ``PRE_COMMIT_HOME``; run `try-repo` with an explicit
-    ``--ref`` so every test reuses the same environment instead of a fresh shadow commit each.
+    Pass it to `pre-commit` subprocesses as ``PRE_COMMIT_HOME``. Only `pre-commit run` / an installed
+    hook with a config naming ``repo: <project>`` and ``rev: <its HEAD>`` reuses the environment
+    kept here; `pre-commit try-repo` always installs into its own temporary store (about 20-30 s
+    a call), so call it once and give it ``--ref`` to skip its shadow commit of local changes.
     """
     return tmp_path_factory.mktemp("pre-commit-home")

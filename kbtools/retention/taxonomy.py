@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -364,15 +364,18 @@ class Taxonomy:
         """Every identifier in ``text`` (None and "" are empty), secrets excluded."""
         return frozenset(self.scan(text, exclude_secrets=True))
 
-    def scan(self, text: str | None, *, exclude_secrets: bool = True) -> list[Identifier]:
+    def scan(self, text: str | None, *, exclude_secrets: bool = True, prefilter: bool = True) -> list[Identifier]:
+        """Identifiers in order of appearance (duplicates kept)."""
         if not text:
             return []
         if not text.isascii():
             text = unicodedata.normalize("NFC", text)
         regex, by_group = _compiled(self.registry_prefixes)
-        secrets = _secret_spans(text) if exclude_secrets else []
+        secrets: list[tuple[int, int]] | None = None if exclude_secrets else []
         found: list[Identifier] = []
-        for match in regex.finditer(text):
+        for match in _matches(regex, text, self.registry_prefixes) if prefilter else regex.finditer(text):
+            if secrets is None:
+                secrets = _secret_spans(text)  # only for pages that hold a candidate at all
             if secrets and _overlaps(secrets, match.start(), match.end()):
                 continue  # a credential is never an anchor to protect
             kind = match.lastgroup
@@ -381,6 +384,30 @@ class Taxonomy:
             if identifier is not None:
                 found.append(identifier)
         return found
+
+
+# Every class needs one of these inside a whitespace-delimited token: a digit, a
+# slash or backslash, `$`, `%`, `_`, or a dot followed by a word character. One
+# cheap pass finds such tokens, and the full alternation (about a dozen branch
+# attempts per character) runs only on them: most prose words have none.
+_CANDIDATE_TOKEN = re.compile(r"(?<!\S)(?=\S*?(?:[\d/\\$%_]|\.\w))\S+")
+
+
+def _matches(regex: re.Pattern[str], text: str, registry_prefixes: tuple[str, ...]) -> Iterator[re.Match[str]]:
+    """The matches of a full scan, found by scanning only candidate tokens."""
+    # A registry id may be written with a space ("RFC 9110"): its prefix is the token before.
+    spaced = {p for p in registry_prefixes if p[-1:].isalnum()}
+    last_end = 0  # matches never overlap: nothing may start inside the previous one
+    for token in _CANDIDATE_TOKEN.finditer(text):
+        start, end = token.span()
+        if spaced and start >= 2 and text[start - 1] == " ":
+            for prefix in spaced:
+                if text.endswith(prefix, 0, start - 1):
+                    start = start - 1 - len(prefix)
+                    break
+        for match in regex.finditer(text, max(start, last_end), end):
+            last_end = match.end()
+            yield match
 
 
 def taxonomy(registry_prefixes: Sequence[str] = ()) -> Taxonomy:

@@ -4,6 +4,8 @@ import random
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbtools.config import RetentionConfig
 from kbtools.retention.taxonomy import CLASSES, Identifier, strip_trailing, taxonomy
@@ -140,3 +142,19 @@ def test_extraction_stays_linear_on_adversarial_input(adversary):
     start = time.perf_counter()
     DEFAULT.scan(adversary, exclude_secrets=False)
     assert time.perf_counter() - start < 2.0
+
+
+FRAGMENTS = [
+    " ", "  ", "\n", "RFC", " 9110", "PEP", "8", "(", ")", ".", ",", "e.g.", "v1.2", "2026-07-27", "T10:00", "5ef5a70",
+    "https://", "example.com", ":8080", "/", "a", "src", "note.md", "~", "$HOME", "${X}", "%P%", "C:", "\\",
+    "KB_X", "_", "-", "CVE-2024-1", "defaced", "550e8400-e29b-41d4-a716-446655440000", "localhost", "@", "é", "\t",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=40))
+def test_the_token_prefilter_finds_exactly_what_a_full_scan_finds(parts):
+    text = "".join(parts)
+    fast = DEFAULT.scan(text, exclude_secrets=False)
+    full = DEFAULT.scan(text, exclude_secrets=False, prefilter=False)
+    assert [(i.key, i.kind) for i in fast] == [(i.key, i.kind) for i in full]
