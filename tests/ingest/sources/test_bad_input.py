@@ -10,29 +10,30 @@ from pathlib import Path
 import pytest
 
 from kbtools.ingest.model import SourceSettings
-from kbtools.ingest.sources import codex, omp
+from kbtools.ingest.sources import claude, codex, omp
 from kbtools.ingest.sources.common import CHANGED_DURING_READ, JsonlScan
-from tests.testing.sessions import CodexSession, OmpSession, assistant, user
+from tests.testing.sessions import ClaudeSession, CodexSession, OmpSession, assistant, user
 
 SECRETISH = "needle-" + "q7" * 6
 
 
-def _omp(tmp_path: Path, extra_lines: list[bytes], *, newline: bool = True) -> tuple[Path, SourceSettings]:
-    session = OmpSession(session_id="s").add([user("kept question"), assistant("kept answer")])
-    path = session.write(tmp_path)
-    with path.open("ab") as fh:
-        fh.write(b"\n".join(extra_lines) + (b"\n" if newline else b""))
-    return path, SourceSettings(omp_sessions=tmp_path)
+def _writer(session_cls: type, store_setting: str):  # type: ignore[no-untyped-def]
+    """A session of ``session_cls`` with two good turns, then ``extra_lines`` appended."""
+
+    def build(tmp_path: Path, extra_lines: list[bytes], *, newline: bool = True) -> tuple[Path, SourceSettings]:
+        path = session_cls(session_id="s").add([user("kept question"), assistant("kept answer")]).write(tmp_path)
+        with path.open("ab") as fh:
+            fh.write(b"\n".join(extra_lines) + (b"\n" if newline else b""))
+        return path, SourceSettings(**{store_setting: tmp_path})
+
+    return build
 
 
-def _codex(tmp_path: Path, extra_lines: list[bytes], *, newline: bool = True) -> tuple[Path, SourceSettings]:
-    path = CodexSession(session_id="s").add([user("kept question"), assistant("kept answer")]).write(tmp_path)
-    with path.open("ab") as fh:
-        fh.write(b"\n".join(extra_lines) + (b"\n" if newline else b""))
-    return path, SourceSettings(codex_dir=tmp_path)
-
-
-BUILDERS = {"omp": (_omp, omp), "codex": (_codex, codex)}
+BUILDERS = {
+    "omp": (_writer(OmpSession, "omp_sessions"), omp),
+    "codex": (_writer(CodexSession, "codex_dir"), codex),
+    "claude": (_writer(ClaudeSession, "claude_dir"), claude),
+}
 
 
 def _load(name: str, tmp_path: Path, extra: list[bytes], *, newline: bool = True):  # type: ignore[no-untyped-def]
