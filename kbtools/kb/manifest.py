@@ -108,17 +108,24 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
     issues: list[ManifestIssue] = []
     lines: list[str] = []
     seen: set[str] = set()
+    # Without symlinks in the raw tree, a plain relative path (word characters, dots and
+    # dashes, no component starting with a dot) cannot be unsafe: one regex decides.
+    plain = _PLAIN_LINE.fullmatch if raw_root is None or (symlinks is not None and not symlinks) else None
     for line_no, raw_line in enumerate(text.split("\n"), start=1):
         line = raw_line.rstrip()
         if not line:
             continue
         lines.append(line)
-        match = _LINE.fullmatch(line)
-        if match is None:
-            issues.append(ManifestIssue(line_no, line, "not '<sha256> <path>'"))
-            continue
-        sha, rel = match.group(1), match.group(2)
-        reason = unsafe_path_reason(rel, raw_root, symlinks)
+        match = plain(line) if plain is not None else None
+        if match is not None:
+            sha, rel, reason = match.group(1), match.group(2), None
+        else:
+            match = _LINE.fullmatch(line)
+            if match is None:
+                issues.append(ManifestIssue(line_no, line, "not '<sha256> <path>'"))
+                continue
+            sha, rel = match.group(1), match.group(2)
+            reason = unsafe_path_reason(rel, raw_root, symlinks)
         if reason is None and rel in seen:
             reason = "duplicate path"
         if reason is not None:
@@ -127,6 +134,9 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
         seen.add(rel)
         entries.append(ManifestEntry(line_no, line, sha, rel))
     return Manifest(tuple(entries), tuple(issues), tuple(lines))
+
+
+_PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")
 
 
 def read_manifest(path: Path, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> Manifest | None:

@@ -58,35 +58,34 @@ def scan_layer(root: Path) -> Layer:
     """Every ``*.md`` file under ``root`` (not drafts, not hidden), sorted by path."""
     files: list[KbFile] = []
     symlinks: set[str] = set()
-    _walk(root, "", files, symlinks)
+    _walk(str(root), "", None, "", files, symlinks)
     files.sort(key=lambda f: f.rel)
     return Layer(root, tuple(files), frozenset(symlinks))
 
 
-def _walk(folder: Path | str, prefix: str, files: list[KbFile], symlinks: set[str]) -> None:
+def _walk(folder: str, prefix: str, locale: str | None, sub: str, files: list[KbFile], symlinks: set[str]) -> None:
+    """``prefix``: path of ``folder`` under the layer root; ``locale`` None at the root;
+    ``sub``: path of ``folder`` under its locale folder (the slug prefix)."""
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return
     for entry in entries:
         name = entry.name
-        if name.startswith(("_", ".")):
+        if name[0] in "_.":
             continue
-        rel = prefix + name
-        is_link = entry.is_symlink()
-        if is_link:
-            symlinks.add(rel)
-        if entry.is_dir(follow_symlinks=False):
-            _walk(entry.path, rel + "/", files, symlinks)
-        elif name.endswith(MARKDOWN_SUFFIX) and (is_link or entry.is_file(follow_symlinks=False)):
-            files.append(_kb_file(rel, entry.path))
-
-
-def _kb_file(rel: str, path: str) -> KbFile:
-    locale, sep, rest = rel.partition("/")
-    if not sep:
-        locale, rest = "", rel
-    return KbFile(rel=rel, locale=locale, slug=rest[: -len(MARKDOWN_SUFFIX)], abspath=path)
+        is_md = name.endswith(MARKDOWN_SUFFIX)
+        if is_md and entry.is_file(follow_symlinks=False):  # the common case, decided from d_type
+            files.append(KbFile(prefix + name, locale or "", sub + name[:-3], entry.path))
+        elif entry.is_symlink():
+            symlinks.add(prefix + name)
+            if is_md:
+                files.append(KbFile(prefix + name, locale or "", sub + name[:-3], entry.path))
+        elif entry.is_dir(follow_symlinks=False):
+            if locale is None:
+                _walk(entry.path, prefix + name + "/", name, "", files, symlinks)
+            else:
+                _walk(entry.path, prefix + name + "/", locale, sub + name + "/", files, symlinks)
 
 
 def read_regular(path: str | Path) -> bytes:
