@@ -66,10 +66,6 @@ _INJECTED_TAGS = (
     "user_shell_command",
     "collaboration_mode",
 )
-_INJECTED_BLOCK = re.compile(
-    "<(" + "|".join(re.escape(t) for t in _INJECTED_TAGS) + r")(?:\s[^>]*)?>.*?</\1>",
-    re.DOTALL,
-)
 _INJECTED_OPEN = re.compile(r"^\s*<(" + "|".join(re.escape(t) for t in _INJECTED_TAGS) + r")[\s>]")
 _AGENTS_MD = re.compile(r"^\s*#\s*AGENTS\.md instructions\b")
 
@@ -110,10 +106,34 @@ def strip_injected(text: str) -> str:
         return ""
     if "<" not in text:
         return text
-    remaining = _INJECTED_BLOCK.sub("", text)
+    remaining = text
+    for tag in _INJECTED_TAGS:
+        remaining = _remove_blocks(remaining, tag)
     if _INJECTED_OPEN.match(remaining):  # an unclosed injected block: all of it is harness text
         return ""
     return text if remaining == text else remaining.strip()
+
+
+def _remove_blocks(text: str, tag: str) -> str:
+    """``text`` without its closed ``<tag …>…</tag>`` blocks, in one forward
+    scan (a regex with a lazy body would rescan the rest of the text from
+    every unclosed opening)."""
+    opening, closing = f"<{tag}", f"</{tag}>"
+    kept: list[str] = []
+    pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        after = start + len(opening)
+        if after < len(text) and not (text[after] == ">" or text[after].isspace()):
+            kept.append(text[pos:after])  # a longer tag name that merely starts the same
+            pos = after
+            continue
+        end = text.find(closing, after)
+        if end < 0:
+            break
+        kept.append(text[pos:start])
+        pos = end + len(closing)
+    kept.append(text[pos:])
+    return "".join(kept)
 
 
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:

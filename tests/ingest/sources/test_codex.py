@@ -115,3 +115,15 @@ def test_fork_file_sharing_a_thread_id_gets_its_own_identity(tmp_path: Path) -> 
     fork.write_text(original.read_text())
     ids = sorted(u.session_identity for u in load_all(tmp_path))
     assert ids == [thread, f"{thread}_0199ffff-0000-7000-8000-000000000001"]
+
+
+def test_injected_block_removal_is_linear_on_unclosed_tags() -> None:
+    import time
+
+    from kbtools.ingest.sources.codex import strip_injected
+
+    text = "question " + "<environment_context> x " * 50_000
+    started = time.perf_counter()
+    assert strip_injected(text) == text  # nothing closed: nothing removed
+    assert time.perf_counter() - started < 1.0
+    assert strip_injected("a <user_instructions>b</user_instructions> c <INSTRUCTIONSX>d") == "a  c <INSTRUCTIONSX>d"
