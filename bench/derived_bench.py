@@ -1,6 +1,7 @@
 """Derived-filter cost: per record as the number of artifacts grows, per MB of prose, load and pickle.
 
     .venv/bin/python bench/derived_bench.py [--artifacts 10,1000,10000] [--records 3000] [--seed 0]
+    .venv/bin/python bench/derived_bench.py --ingest bench/.corpus/50 [--ingest-artifacts 1000]
 
 Artifacts are generated notes (about 250-600 words of Zipf-distributed vocabulary,
 Markdown structure, a few stock phrases shared between them so that records hit
@@ -8,6 +9,14 @@ postings the way real prose does) written to a temporary KB: half recorded in th
 manifest, half present only as current notes. Records are session-like prose of
 20-400 words from the same vocabulary and phrases; 2 % of them quote an artifact.
 Every configuration matches the same record stream.
+
+With --ingest CORPUS (a bench/gen_corpus.py output) it measures the filter's share
+of a real `kb ingest --write` instead: one run with --no-derived-filter gives the
+candidates; 1,000 notes are written from shuffled sentences of those candidates
+(same vocabulary and stock phrases as the sessions, so records hit postings, a
+pessimistic case); then `kb ingest --write` runs with and without the filter,
+alternating, on fresh ledger dirs, and the child's CPU seconds are compared. The
+in-process cost of DerivedFilter.match over every candidate text is reported too.
 
 Also measured: the shingle hash (this design vs one blake3 call per shingle) and
 the pieces of a match (normalise, shingle, probe).
@@ -110,12 +119,98 @@ def timed(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
     return best
 
 
+def _kb() -> list[str]:
+    venv_kb = Path(sys.executable).with_name("kb")
+    return [str(venv_kb)] if venv_kb.exists() else [sys.executable, "-m", "kbtools"]
+
+
+def _ingest_cpu(cmd: list[str], cwd: Path) -> tuple[float, float, dict[str, object]]:
+    """Wall and CPU seconds (user + system) of one `kb ingest` child, and its summary."""
+    import os
+    import subprocess
+
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = proc.stdout.read() if proc.stdout else b""
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"kb ingest failed: {' '.join(cmd)}")
+    return wall, usage.ru_utime + usage.ru_stime, json.loads(out.decode().strip().splitlines()[-1])
+
+
+def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int) -> int:
+    import re
+    import shutil
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from corpus import AGENTS, STORES, ingest_flags
+    from corpus.common import tree_stats
+
+    agents = tuple(a for a in AGENTS if any((corpus / s).exists() for s in STORES[a]))
+    session_bytes = sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
+    work = Path(tempfile.mkdtemp(prefix="derived-share-"))
+    try:
+        kb = work / "kb"
+        subprocess.run([*_kb(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
+        base = [*_kb(), "ingest", "--write", "--skip-hindsight", *ingest_flags(corpus.resolve(), agents)]
+        _, _, summary = _ingest_cpu([*base, "--output-dir", str(work / "seed"), "--no-derived-filter"], kb)
+        texts = [json.loads(line)["text"] for line in (work / "seed" / "candidates.jsonl").read_text().splitlines()]
+        sentences = [s for t in texts for s in re.split(r"(?<=[.!?])\s+", t) if len(s.split()) >= 6]
+        rng = random.Random(seed)
+        for i in range(artifacts):
+            body = " ".join(rng.sample(sentences, min(len(sentences), rng.randint(15, 30))))
+            path = kb / "src/content/note/en" / f"bench-{i:05d}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"---\nkind: concept\nstatus: active\nsources: []\n---\n# Note {i}\n\n{body}\n")
+        runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+        summaries: dict[str, dict[str, object]] = {}
+        for r in range(rounds):
+            for mode in ("off", "on"):
+                out = work / f"{mode}-{r}"
+                flag = ["--no-derived-filter"] if mode == "off" else []
+                wall, cpu, summaries[mode] = _ingest_cpu([*base, "--output-dir", str(out), *flag], kb)
+                runs[mode].append((wall, cpu))
+                shutil.rmtree(out)
+        layout = Layout(Config(root=kb))
+        started = time.process_time()
+        derived = DerivedFilter.load(layout, threshold=0.8)
+        load_cpu = time.process_time() - started
+        started = time.process_time()
+        matched = sum(derived.match(t) is not None for t in texts)
+        match_cpu = time.process_time() - started
+        off_cpu = min(c for _, c in runs["off"])
+        on_cpu = min(c for _, c in runs["on"])
+        print(json.dumps({
+            "session_MB": round(session_bytes / 1e6, 1), "artifacts": derived.artifact_count,
+            "candidates_without_filter": summary.get("candidates"),
+            "prose_MB_in_candidates": round(sum(len(t.encode()) for t in texts) / 1e6, 2),
+            "ingest_off_cpu_s": round(off_cpu, 2), "ingest_on_cpu_s": round(on_cpu, 2),
+            "ingest_off_wall_s": round(min(w for w, _ in runs["off"]), 2),
+            "ingest_on_wall_s": round(min(w for w, _ in runs["on"]), 2),
+            "share_end_to_end_pct": round((on_cpu - off_cpu) / on_cpu * 100, 1),
+            "derived_excluded_on": summaries["on"].get("derived_excluded"),
+            "filter_load_cpu_s": round(load_cpu, 3), "match_all_candidates_cpu_s": round(match_cpu, 3),
+            "share_in_process_pct": round((load_cpu + match_cpu) / (off_cpu + load_cpu + match_cpu) * 100, 1),
+            "candidates_matched_in_process": matched,
+        }))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--artifacts", default="10,1000,10000")
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ingest", type=Path, help="measure the share of a real ingest of this generated corpus")
+    parser.add_argument("--ingest-artifacts", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.ingest:
+        return ingest_share(args.ingest, args.ingest_artifacts, args.seed, args.rounds)
     counts = [int(c) for c in args.artifacts.split(",")]
 
     prose = Prose(args.seed)

@@ -17,15 +17,20 @@ skills in the working tree (so a stale manifest cannot reopen the cycle).
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtools.derived.index import Artifact, ArtifactIndex
+from blake3 import blake3
+
+from kbtools.derived.index import INDEX_PARAMS, Artifact, ArtifactIndex
 from kbtools.derived.manifest import current_artifact_files, read_manifest, row_for
 from kbtools.derived.normalise import tokens
 from kbtools.derived.shingles import SHINGLE_PARAMS
 from kbtools.errors import ConfigError, KbError
+from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 
 
@@ -63,58 +68,120 @@ class DerivedFilter:
         return DerivedMatch(a.name, a.path, a.sha256, round(found.overlap, 4))
 
     @classmethod
-    def load(cls, layout: Layout, *, threshold: float, manifest_path: Path | None = None) -> DerivedFilter:
+    def load(
+        cls, layout: Layout, *, threshold: float, manifest_path: Path | None = None, cache_dir: Path | None = None
+    ) -> DerivedFilter:
         """Manifest rows + current notes and skills → a filter.
 
         No manifest and no notes: a filter that matches nothing (never an error).
+        ``cache_dir`` (an existing private folder, e.g. the ingest output dir on
+        ``--write``): reuse the index built by an earlier run when the manifest
+        and every artifact file are unchanged (size, mtime, inode — as git's
+        index does), and store a rebuilt one there.
         """
         check_threshold(threshold)
         manifest = manifest_path or layout.artifact_manifest
-        rows = read_manifest(manifest)
-        warnings: list[str] = []
-        artifacts: dict[str, Artifact] = {}
-        stale = 0
-        for row in rows:
-            if row.sha256 in artifacts:
-                continue
-            if row.current:
-                artifacts[row.sha256] = row.artifact()
-                continue
-            stale += 1
-            refreshed = _reshingle(layout, row.path, row.sha256)
-            if refreshed is not None:
-                artifacts[row.sha256] = refreshed
+        files = list(current_artifact_files(layout))
+        key = _cache_key(layout, manifest, files)
+        cached = _read_cache(cache_dir, key) if cache_dir is not None else None
+        if cached is not None:
+            index, counts, warnings = cached
+            cache = "reused"
+        else:
+            index, counts, warnings = _build(layout, manifest, files)
+            if cache_dir is None:
+                cache = "off"
             else:
-                warnings.append(
-                    f"artifact manifest row for {row.path} ({row.sha256[:12]}) was shingled with other "
-                    "parameters and the file no longer has that content; it is not compared "
-                    "(re-record it with `kb artifacts record`)"
-                )
-        from_manifest = len(artifacts)
-        current = 0
-        for path in current_artifact_files(layout):
-            rel = layout.rel(path)
-            try:
-                content = path.read_bytes()
-            except OSError as exc:
-                raise KbError(f"cannot read artifact: {exc.strerror}", rel) from None
-            row = row_for(rel, content, emitted_at="")
-            current += 1
-            artifacts.setdefault(row.sha256, row.artifact())
-        index = ArtifactIndex(artifacts.values())
+                cache = "stored" if _write_cache(cache_dir, key, index, counts, warnings) else "not stored"
         settings = {
             "enabled": True,
             "threshold": threshold,
             "manifest": layout.rel(manifest),
             "manifest_present": manifest.is_file(),
-            "manifest_rows": len(rows),
-            "manifest_rows_stale": stale,
-            "current_artifacts": current,
+            **counts,
             "artifact_count": len(index),
-            "from_manifest": from_manifest,
             "shingle_params": dict(SHINGLE_PARAMS),
+            "index_cache": cache,
         }
         return cls(index=index, threshold=threshold, settings=settings, warnings=tuple(warnings))
+
+
+def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactIndex, dict[str, int], list[str]]:
+    rows = read_manifest(manifest)
+    warnings: list[str] = []
+    artifacts: dict[str, Artifact] = {}
+    stale = 0
+    for row in rows:
+        if row.sha256 in artifacts:
+            continue
+        if row.current:
+            artifacts[row.sha256] = row.artifact()
+            continue
+        stale += 1
+        refreshed = _reshingle(layout, row.path, row.sha256)
+        if refreshed is not None:
+            artifacts[row.sha256] = refreshed
+        else:
+            warnings.append(
+                f"artifact manifest row for {row.path} ({row.sha256[:12]}) was shingled with other "
+                "parameters and the file no longer has that content; it is not compared "
+                "(re-record it with `kb artifacts record`)"
+            )
+    from_manifest = len(artifacts)
+    for path in files:
+        rel = layout.rel(path)
+        try:
+            content = path.read_bytes()
+        except OSError as exc:
+            raise KbError(f"cannot read artifact: {exc.strerror}", rel) from None
+        if hashlib.sha256(content).hexdigest() not in artifacts:  # recorded already: no need to shingle again
+            row = row_for(rel, content, emitted_at="")
+            artifacts[row.sha256] = row.artifact()
+    counts = {
+        "manifest_rows": len(rows), "manifest_rows_stale": stale, "current_artifacts": len(files),
+        "from_manifest": from_manifest,
+    }
+    return ArtifactIndex(artifacts.values()), counts, warnings
+
+
+# --- index cache -----------------------------------------------------------------
+# marshal, not pickle: the file holds only ints, strings, tuples, lists and dicts,
+# and loading it can never run code.
+
+CACHE_FILE = "derived-index.marshal"
+_CACHE_FORMAT = 1
+
+
+def _cache_key(layout: Layout, manifest: Path, files: list[Path]) -> str:
+    def stamp(path: Path) -> tuple[str, int, int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return (layout.rel(path), st.st_size, st.st_mtime_ns, st.st_ino)
+
+    parts = (_CACHE_FORMAT, sorted(SHINGLE_PARAMS.items()), INDEX_PARAMS, stamp(manifest), [stamp(f) for f in files])
+    return blake3(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_cache(cache_dir: Path, key: str) -> tuple[ArtifactIndex, dict[str, int], list[str]] | None:
+    try:
+        data = marshal.loads((cache_dir / CACHE_FILE).read_bytes())
+        if data[0] != key:
+            return None
+        return ArtifactIndex.from_state(data[1]), dict(data[2]), list(data[3])
+    except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
+        return None  # absent, stale or damaged: rebuild
+
+
+def _write_cache(cache_dir: Path, key: str, index: ArtifactIndex, counts: dict[str, int], warnings: list[str]) -> bool:
+    if not cache_dir.is_dir():
+        return False
+    try:
+        atomic_write_bytes(cache_dir / CACHE_FILE, [marshal.dumps((key, index.to_state(), counts, warnings))])
+    except OSError:
+        return False
+    return True
 
 
 def check_threshold(threshold: float) -> None:

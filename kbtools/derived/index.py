@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kbtools.derived.shingles import SHINGLE_N, body_hash, shingle_hashes
 
@@ -43,6 +44,7 @@ MIN_RECORD_SHINGLES = 20
 # An artifact shorter than this many words never matches, not even by hash: a
 # two-word page would otherwise exclude every record that says those words.
 MIN_BODY_WORDS = 3
+INDEX_PARAMS = (MIN_ARTIFACT_SHINGLES, MIN_RECORD_SHINGLES, STOP_PATHS, MIN_BODY_WORDS)
 
 
 @dataclass(frozen=True)
@@ -84,23 +86,34 @@ class ArtifactIndex:
         # A posting is an artifact number, or a tuple of them for a shingle
         # several artifacts share (mostly versions of one page): most shingles
         # belong to one artifact, and a bare int pickles and probes cheaper.
-        build: dict[int, list[int]] = {}
+        # Built with set and dict operations that run in C: a Python loop per
+        # shingle made loading 1,000 notes cost more than matching a 50 MB ingest.
+        postings: dict[int, int | tuple[int, ...]] = {}
+        shared: dict[int, list[int]] = {}
         bodies: dict[str, int] = {}
         for number, artifact in enumerate(artifacts):
-            if len(artifact.shingles) >= MIN_ARTIFACT_SHINGLES:
-                for shingle in artifact.shingles:
-                    build.setdefault(shingle, []).append(number)
-            elif artifact.body_hash:
-                bodies.setdefault(artifact.body_hash, number)
+            shingles = artifact.shingles
+            if len(shingles) < MIN_ARTIFACT_SHINGLES:
+                if artifact.body_hash:
+                    bodies.setdefault(artifact.body_hash, number)
+                continue
+            common = postings.keys() & shingles
+            for shingle in common:
+                numbers = shared.get(shingle)
+                if numbers is None:
+                    shared[shingle] = [postings[shingle], number]  # type: ignore[list-item]
+                else:
+                    numbers.append(number)
+            postings.update(dict.fromkeys(shingles - common if common else shingles, number))
         paths = [a.path for a in artifacts]
-        for shingle, numbers in list(build.items()):
+        for shingle, numbers in shared.items():
             if len(numbers) > STOP_PATHS and len({paths[n] for n in numbers}) > STOP_PATHS:
-                del build[shingle]
+                del postings[shingle]
                 for number in numbers:
                     self._sizes[number] -= 1
-        self._postings: dict[int, int | tuple[int, ...]] = {
-            shingle: numbers[0] if len(numbers) == 1 else tuple(numbers) for shingle, numbers in build.items()
-        }
+            else:
+                postings[shingle] = tuple(numbers)
+        self._postings = postings
         self._bodies = bodies
         # Equal bodies have equal word counts: only a record no longer than the
         # longest tiny artifact needs its body hashed.
@@ -111,6 +124,20 @@ class ArtifactIndex:
 
     def __len__(self) -> int:
         return len(self.artifacts)
+
+    def to_state(self) -> tuple[Any, ...]:
+        """Plain data (ints, strings, tuples, dicts) for the on-disk index cache."""
+        return (
+            [(a.name, a.path, a.sha256) for a in self.artifacts], self._sizes, self._postings, self._bodies,
+            self._body_words_max,
+        )
+
+    @classmethod
+    def from_state(cls, state: tuple[Any, ...]) -> ArtifactIndex:
+        index = cls.__new__(cls)
+        refs, index._sizes, index._postings, index._bodies, index._body_words_max = state
+        index.artifacts = tuple(ArtifactRef(*ref) for ref in refs)
+        return index
 
     def best(self, words: list[bytes]) -> Overlap | None:
         """The artifact overlapping most with a record of these normalised words."""

@@ -331,3 +331,24 @@ def test_derived_filter_many_versions_of_one_page_stay_matchable(tmp_path: Path)
     assert len(read_manifest(manifest(kb))) == STOP_PATHS + 4
     found = load(kb).match(records(WAL, "reformatted")[0])
     assert found is not None and found.path == WAL.path
+
+
+def test_derived_filter_index_cache_reused_only_while_artifacts_are_unchanged(kb: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "out"
+    cache.mkdir()
+    layout = Layout(load_config(kb))
+    first = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
+    assert first.settings["index_cache"] == "stored"
+    again = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
+    assert again.settings["index_cache"] == "reused" and again.settings == {**first.settings, "index_cache": "reused"}
+    quote = records(INFRA, "quoted inside a longer message")[0]
+    assert again.match(quote) == first.match(quote) is not None
+
+    (kb / INFRA.path).write_text("---\nname: infra-root-causes\n---\nRewritten to say something else entirely.\n")
+    changed = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
+    assert changed.settings["index_cache"] == "stored" and changed.match(quote) is None
+
+    (cache / "derived-index.marshal").write_bytes(b"\x00garbage")
+    damaged = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
+    assert damaged.settings["index_cache"] == "stored" and damaged.match(records(WAL, "verbatim")[0]) is not None
+    assert DerivedFilter.load(layout, threshold=0.8, cache_dir=tmp_path / "missing").settings["index_cache"] == "not stored"
