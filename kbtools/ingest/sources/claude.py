@@ -38,6 +38,7 @@ from kbtools.ingest.sources.common import (
     make_record,
     mtime_iso,
     os_error_reason,
+    remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
     walk_files,
@@ -49,7 +50,6 @@ _SKIP_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly", "isApi
 _NOT_PROSE_LINES = (b'"type":"progress"', b'"type":"file-history-snapshot"', b'"type":"queue-operation"')
 _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*("(?:[^"\\]|\\.)*")')
 _CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 # User "messages" the harness writes for slash commands, local commands and hooks.
 _HARNESS_PREFIXES = (
     "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
@@ -225,7 +225,7 @@ def _blocks_text(content: Any) -> list[str]:
 
 def _user_prose(text: str) -> str:
     if "<system-reminder>" in text:
-        text = _REMINDER.sub("", text).strip()
+        text = remove_tagged_blocks(text, "system-reminder").strip()
     if text.lstrip().startswith(_HARNESS_PREFIXES):
         return ""
     return text

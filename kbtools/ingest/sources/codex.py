@@ -40,6 +40,7 @@ from kbtools.ingest.sources.common import (
     make_record,
     mtime_iso,
     os_error_reason,
+    remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
     unmined_unit,
@@ -108,32 +109,10 @@ def strip_injected(text: str) -> str:
         return text
     remaining = text
     for tag in _INJECTED_TAGS:
-        remaining = _remove_blocks(remaining, tag)
+        remaining = remove_tagged_blocks(remaining, tag)
     if _INJECTED_OPEN.match(remaining):  # an unclosed injected block: all of it is harness text
         return ""
     return text if remaining == text else remaining.strip()
-
-
-def _remove_blocks(text: str, tag: str) -> str:
-    """``text`` without its closed ``<tag …>…</tag>`` blocks, in one forward
-    scan (a regex with a lazy body would rescan the rest of the text from
-    every unclosed opening)."""
-    opening, closing = f"<{tag}", f"</{tag}>"
-    kept: list[str] = []
-    pos = 0
-    while (start := text.find(opening, pos)) >= 0:
-        after = start + len(opening)
-        if after < len(text) and not (text[after] == ">" or text[after].isspace()):
-            kept.append(text[pos:after])  # a longer tag name that merely starts the same
-            pos = after
-            continue
-        end = text.find(closing, after)
-        if end < 0:
-            break
-        kept.append(text[pos:start])
-        pos = end + len(closing)
-    kept.append(text[pos:])
-    return "".join(kept)
 
 
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:

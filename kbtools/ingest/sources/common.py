@@ -303,6 +303,28 @@ class ProseBudget:
         return True
 
 
+def remove_tagged_blocks(text: str, tag: str) -> str:
+    """``text`` without its closed ``<tag …>…</tag>`` blocks, in one forward
+    scan (a regex with a lazy body would rescan the rest of the text from
+    every unclosed opening)."""
+    opening, closing = f"<{tag}", f"</{tag}>"
+    kept: list[str] = []
+    pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        after = start + len(opening)
+        if after < len(text) and not (text[after] == ">" or text[after].isspace()):
+            kept.append(text[pos:after])  # a longer tag name that merely starts the same
+            pos = after
+            continue
+        end = text.find(closing, after)
+        if end < 0:
+            break
+        kept.append(text[pos:start])
+        pos = end + len(closing)
+    kept.append(text[pos:])
+    return "".join(kept)
+
+
 def make_record(role: str, text: str, created: Any, index: int) -> Record:
     return Record(role=role, text=text, created_at=iso_time(created), index=index)
 
