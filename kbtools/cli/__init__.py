@@ -81,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fast = fast_path(args[1:])
             if fast is not None:
                 return fast
+        if args == ["hooks", "run", "pre-commit"]:  # the plain git hook: no typer coercion either
+            from kbtools.cli.hooks import run_pre_commit
+
+            return run_pre_commit()
         result = build_app()(args=args, prog_name="kb", standalone_mode=False)
     except KbError as exc:
         if debug:

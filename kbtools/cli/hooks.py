@@ -55,12 +55,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run what a plain git hook runs (called by the installed hook script)."""
         from kbtools.errors import KbError
-        from kbtools.kb.githooks import HOOK_NAME, PRE_COMMIT_STEPS
+        from kbtools.kb.githooks import HOOK_NAME
 
         if hook != HOOK_NAME:
             raise KbError(f"unknown hook '{hook}' (known: {HOOK_NAME})", "kb hooks run")
-        code = run_steps(PRE_COMMIT_STEPS)
-        raise typer.Exit(code)
+        raise typer.Exit(run_pre_commit())
+
+
+def run_pre_commit() -> int:
+    """What the plain pre-commit hook runs (`kbtools.cli.main` calls this directly, skipping
+    typer's option coercion, which imports pydantic: a hook pays for every import)."""
+    from kbtools.kb.githooks import PRE_COMMIT_STEPS
+
+    return run_steps(PRE_COMMIT_STEPS)
 
 
 def run_steps(steps: Sequence[tuple[str, ...]]) -> int:
