@@ -149,7 +149,7 @@ def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactI
 # and loading it can never run code.
 
 CACHE_FILE = "derived-index.marshal"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 3
 
 
 def _cache_key(layout: Layout, manifest: Path, files: list[Path]) -> str:
