@@ -207,9 +207,9 @@ def _ensure_gitignore(path: Path) -> bool:
 
 
 def _check_locale(locale: str) -> None:
-    import re
+    from kbtools.kb.raw_add import LOCALE_PATTERN
 
-    if not re.fullmatch(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*", locale):
+    if not LOCALE_PATTERN.fullmatch(locale):
         raise KbError(f"invalid locale '{locale}' (expected e.g. en, zh-cn, pt-br)", "--locale")
 
 
