@@ -168,12 +168,12 @@ def _lean_parser_class() -> Any:
     global _LEAN_PARSER
     if _LEAN_PARSER is None:
         try:  # the C extension ships with ruamel.yaml.clib on CPython
-            from _ruamel_yaml import CParser
+            from _ruamel_yaml import CParser  # type: ignore[import-not-found]
         except ImportError:  # pragma: no cover - pure-Python fallback
             _LEAN_PARSER = False
             return None
 
-        class _LeanParser(CParser):  # type: ignore[misc, valid-type]
+        class _LeanParser(CParser):  # type: ignore[misc]
             def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
                 return None
 
@@ -229,12 +229,17 @@ def _full_loader_class() -> Any:
     """ruamel's safe loader (C-backed when available) that keeps timestamps as text."""
     global _FULL_LOADER
     if _FULL_LOADER is None:
+        base: Any
         if _lean_parser_class() is not None:
-            from ruamel.yaml.cyaml import CSafeLoader as base
-        else:  # pragma: no cover
-            from ruamel.yaml.loader import SafeLoader as base
+            from ruamel.yaml.cyaml import CSafeLoader
 
-        class _TextDatesLoader(base):  # type: ignore[misc, valid-type]
+            base = CSafeLoader
+        else:  # pragma: no cover
+            from ruamel.yaml.loader import SafeLoader
+
+            base = SafeLoader
+
+        class _TextDatesLoader(base):  # type: ignore[misc]
             pass
 
         _TextDatesLoader.add_constructor(

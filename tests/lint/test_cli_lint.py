@@ -143,3 +143,15 @@ def test_new_secret_in_a_note_is_reported_but_committed_evidence_is_not_reflagge
     path.write_text(path.read_text() + f"\ntoken {token}\n")
     kb.stage(path)
     assert any(ln.startswith("- secret in src/content/note/zh-cn/note-1.md:") for ln in lint(kb, "--staged").err.splitlines())
+
+
+def test_secret_committed_in_the_range_is_reported_by_since(tmp_path):
+    pytest.importorskip("kbtools.lint.secrets")
+    kb = make_kb(tmp_path / "kb")
+    before = kb.head()
+    kb.add_note("leaky", body=f"# leaky\n\nGH_CLI_VALUE={make_secret('github-classic', 5)}\n")
+    kb.write_index()
+    kb.commit("leak")
+    assert lint(kb).code == 0
+    found = [ln for ln in lint(kb, "--since", before).err.splitlines() if ln.startswith("- secret in ")]
+    assert found == ["- secret in src/content/note/zh-cn/leaky.md:13 (github-token)"]
