@@ -11,6 +11,7 @@ what went; at or above it the rewrite is refused.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbtools.config import Config, RetentionConfig, pick
@@ -67,13 +68,30 @@ def grade(old: str | None, new: str | None, *, threshold: int, extractor: Taxono
     """Compare two versions of a page. ``old`` None means a new page."""
     if old is None:
         return Verdict(lost=(), threshold=threshold, new_page=True)
-    before = extractor.extract(old)
-    lost = before - extractor.extract(new)
-    return Verdict(
-        lost=tuple(sorted(lost, key=lambda i: (i.text, i.key))),
-        threshold=threshold,
-        kept=len(before) - len(lost),
+    lost, kept = compare(
+        extractor.extract(old, exclude_secrets=False),
+        extractor.extract(new, exclude_secrets=False),
+        lambda: extractor.extract(old),
     )
+    return Verdict(lost=lost, threshold=threshold, kept=kept)
+
+
+def compare(
+    before: frozenset[Identifier], after: frozenset[Identifier], protected: Callable[[], frozenset[Identifier]]
+) -> tuple[tuple[Identifier, ...], int]:
+    """(lost, kept): the one definition of loss, shared by the gate and the probe.
+
+    ``before``/``after`` are extracted without the secret filter; ``protected()``
+    is the old page's identifiers with secrets excluded. Only a token that went
+    missing can be a lost secret, so the secret scanner (the costliest import
+    of a hook run) is loaded only when something went missing at all.
+    """
+    missing = before - after
+    if not missing:
+        return (), len(before)
+    anchors = protected()
+    lost = sorted((i for i in missing if i in anchors), key=lambda i: (i.text, i.key))
+    return tuple(lost), len(anchors) - len(lost)
 
 
 def extractor_for(config: Config) -> Taxonomy:

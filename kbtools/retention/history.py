@@ -18,7 +18,7 @@ from types import TracebackType
 from kbtools.errors import KbError
 from kbtools.gitio import GitFailed, git, git_bytes
 from kbtools.kb.layout import Layout
-from kbtools.retention.gate import Verdict, grade
+from kbtools.retention.gate import Verdict, compare, grade
 from kbtools.retention.taxonomy import Identifier, Taxonomy
 
 NOTE_SUFFIXES = (".md", ".mdx")  # the note root also holds the artifact manifest
@@ -263,23 +263,28 @@ def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport
     """Replay the gate over every note rewrite in ``rev_range``: the |lost| histogram."""
     histogram: Counter[int] = Counter()
     lossy: list[Rewrite] = []
-    cache: dict[str, frozenset[Identifier]] = {}  # a blob is the new side of one rewrite, the old of the next
-
-    def identifiers(blob: str | None, reader: BlobReader) -> frozenset[Identifier]:
-        if not blob:
-            return frozenset()
-        if blob not in cache:
-            cache[blob] = extractor.extract(reader.text(blob))
-        return cache[blob]
+    # A blob is the new side of one rewrite and the old side of the next: extract each once.
+    found: dict[tuple[str, bool], frozenset[Identifier]] = {}
 
     with BlobReader(layout.root) as blobs:
+
+        def identifiers(blob: str | None, exclude_secrets: bool) -> frozenset[Identifier]:
+            if not blob:
+                return frozenset()
+            if (blob, exclude_secrets) not in found:
+                found[blob, exclude_secrets] = extractor.extract(blobs.text(blob), exclude_secrets=exclude_secrets)
+            return found[blob, exclude_secrets]
+
         for change in history_rewrites(layout, rev_range):
-            lost = identifiers(change.old_blob, blobs) - identifiers(change.new_blob, blobs)
+            lost, _kept = compare(
+                identifiers(change.old_blob, False),
+                identifiers(change.new_blob, False),
+                lambda: identifiers(change.old_blob, True),  # noqa: B023 - called before the loop moves on
+            )
             histogram[len(lost)] += 1
             if lost:
                 lossy.append(Rewrite(
-                    commit=change.commit or "", path=change.path, old_path=change.old_path or change.path,
-                    lost=tuple(sorted(lost, key=lambda i: (i.text, i.key))),
+                    commit=change.commit or "", path=change.path, old_path=change.old_path or change.path, lost=lost,
                 ))
     lossy.sort(key=lambda r: -len(r.lost))
     return ProbeReport(rev_range, sum(histogram.values()), dict(sorted(histogram.items())), tuple(lossy))

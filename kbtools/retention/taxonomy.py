@@ -360,9 +360,9 @@ class Taxonomy:
 
     registry_prefixes: tuple[str, ...] = ()
 
-    def extract(self, text: str | None) -> frozenset[Identifier]:
-        """Every identifier in ``text`` (None and "" are empty), secrets excluded."""
-        return frozenset(self.scan(text, exclude_secrets=True))
+    def extract(self, text: str | None, *, exclude_secrets: bool = True) -> frozenset[Identifier]:
+        """Every identifier in ``text`` (None and "" are empty), secrets excluded unless asked."""
+        return frozenset(self.scan(text, exclude_secrets=exclude_secrets))
 
     def scan(self, text: str | None, *, exclude_secrets: bool = True, prefilter: bool = True) -> list[Identifier]:
         """Identifiers in order of appearance (duplicates kept)."""
@@ -370,20 +370,27 @@ class Taxonomy:
             return []
         if not text.isascii():
             text = unicodedata.normalize("NFC", text)
-        regex, by_group = _compiled(self.registry_prefixes)
-        secrets: list[tuple[int, int]] | None = None if exclude_secrets else []
-        found: list[Identifier] = []
-        for match in _matches(regex, text, self.registry_prefixes) if prefilter else regex.finditer(text):
-            if secrets is None:
-                secrets = _secret_spans(text)  # only for pages that hold a candidate at all
-            if secrets and _overlaps(secrets, match.start(), match.end()):
-                continue  # a credential is never an anchor to protect
-            kind = match.lastgroup
-            assert kind is not None
-            identifier = by_group[kind](kind, match.group())
-            if identifier is not None:
-                found.append(identifier)
-        return found
+        located = _locate(self.registry_prefixes, text, prefilter)
+        if not exclude_secrets or not located:
+            return [identifier for _start, _end, identifier in located]
+        secrets = _secret_spans(text)
+        # A credential is never an anchor to protect.
+        return [identifier for start, end, identifier in located if not _overlaps(secrets, start, end)]
+
+
+@lru_cache(maxsize=8)  # the gate extracts the old page twice: with and without secrets
+def _locate(
+    registry_prefixes: tuple[str, ...], text: str, prefilter: bool = True
+) -> tuple[tuple[int, int, Identifier], ...]:
+    regex, by_group = _compiled(registry_prefixes)
+    found: list[tuple[int, int, Identifier]] = []
+    for match in _matches(regex, text, registry_prefixes) if prefilter else regex.finditer(text):
+        kind = match.lastgroup
+        assert kind is not None
+        identifier = by_group[kind](kind, match.group())
+        if identifier is not None:
+            found.append((match.start(), match.end(), identifier))
+    return tuple(found)
 
 
 # Every class needs one of these inside a whitespace-delimited token: a digit, a
@@ -428,14 +435,20 @@ def _compiled(registry_prefixes: tuple[str, ...]) -> tuple[re.Pattern[str], dict
     return re.compile("|".join(parts)), {cls.name: cls.normalise for cls in CLASSES}
 
 
-def _secret_spans(text: str) -> list[tuple[int, int]]:
-    # Lazy: the redaction engine is only loaded when a page has something to scan.
+def _secret_spans(text: str) -> tuple[list[int], list[int]]:
+    """Secret starts, sorted, with the largest end reached by any secret up to each one."""
+    # Lazy: the redaction engine is loaded only when a page has something to filter.
     from kbtools.redact import find_secrets
 
-    return sorted((hit.start, hit.end) for hit in find_secrets(text))
+    starts: list[int] = []
+    reach: list[int] = []
+    for start, end in sorted((hit.start, hit.end) for hit in find_secrets(text)):
+        starts.append(start)
+        reach.append(max(end, reach[-1]) if reach else end)
+    return starts, reach
 
 
-def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    i = bisect_left(spans, (end,))
-    # Spans are sorted by start; any span starting before `end` and ending after `start` overlaps.
-    return any(s_end > start for _s_start, s_end in spans[:i])
+def _overlaps(spans: tuple[list[int], list[int]], start: int, end: int) -> bool:
+    starts, reach = spans
+    i = bisect_left(starts, end)  # secrets [0, i) start before `end`
+    return i > 0 and reach[i - 1] > start

@@ -133,3 +133,22 @@ def test_the_environment_is_read_on_every_call(tmp_path, monkeypatch):
     assert resolve_threshold(None, config).value == 1
     monkeypatch.setenv(ENV_VAR, "4")
     assert resolve_threshold(None, config).value == 4
+
+
+def test_a_check_without_loss_never_loads_the_secret_scanner():
+    # The scanner is the costliest import of a hook run; it matters only for a token that went missing.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kbtools.retention.gate import grade\n"
+        "from kbtools.retention.taxonomy import taxonomy\n"
+        "page = 'on 2026-07-27 at 5ef5a70 see https://example.com/a'\n"
+        "assert not grade(page, page[::-1][::-1] + ' more', threshold=3, extractor=taxonomy()).lost\n"
+        "print('kbtools.redact' in sys.modules)\n"
+        "grade(page, 'gone', threshold=3, extractor=taxonomy())\n"
+        "print('kbtools.redact' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]

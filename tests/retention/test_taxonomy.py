@@ -158,3 +158,13 @@ def test_the_token_prefilter_finds_exactly_what_a_full_scan_finds(parts):
     fast = DEFAULT.scan(text, exclude_secrets=False)
     full = DEFAULT.scan(text, exclude_secrets=False, prefilter=False)
     assert [(i.key, i.kind) for i in fast] == [(i.key, i.kind) for i in full]
+
+
+def test_secret_overlap_sees_a_long_secret_that_starts_before_a_short_one():
+    from kbtools.retention.taxonomy import _overlaps
+
+    spans = ([0, 5, 40], [30, 30, 50])  # starts, largest end so far: (0, 30), (5, 8), (40, 50)
+    assert _overlaps(spans, 20, 25)  # inside the first, after the second ended
+    assert not _overlaps(spans, 30, 40)
+    assert _overlaps(spans, 35, 41)
+    assert not _overlaps(([], []), 0, 10)
