@@ -17,12 +17,13 @@ what the turn actually contains instead of being constants.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbtools.ingest.control_plane import is_internal_text, technical_signals
+from kbtools.ingest.control_plane import WORD_SEPARATORS, is_internal_text, technical_signals, words_of
 from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
 
 MIN_TURN_CHARS = 120
@@ -112,46 +113,54 @@ def is_internal_candidate(text: str) -> bool:
 
 
 def _pieces(record: KeptRecord, limit: int) -> Iterator[str]:
-    """The rendered record, cut at whitespace into pieces of at most ``limit`` characters."""
-    prefix = f"[{record.role}] "
-    room = max(limit - len(prefix), 1)
+    """The record's text cut at whitespace into pieces that fit ``limit`` once rendered."""
+    room = max(limit - len(f"[{record.role}] "), 1)
     text = record.text
     while text:
         if len(text) <= room:
-            yield prefix + text
+            yield text
             return
-        cut = text.rfind(" ", room // 2, room + 1)
+        cut = max(text.rfind(" ", room // 2, room + 1), text.rfind("\n", room // 2, room + 1))
         if cut <= 0:
             cut = room
-        yield prefix + text[:cut].rstrip()
+        yield text[:cut].rstrip()
         text = text[cut:].lstrip()
 
 
-def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[tuple[str, list[KeptRecord]]]:
+@dataclass
+class _Chunk:
+    """One candidate's share of a turn: its rendered text, records and (role, text) pieces."""
+
+    lines: list[str] = field(default_factory=list)
+    members: list[KeptRecord] = field(default_factory=list)
+    pieces: list[tuple[str, str]] = field(default_factory=list)
+    size: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[_Chunk]:
     """Pack the turn's rendered records into texts of at most ``limit`` characters."""
-    chunks: list[tuple[str, list[KeptRecord]]] = []
-    lines: list[str] = []
-    members: list[KeptRecord] = []
-    size = 0
+    chunks = [_Chunk()]
     for record in turn:
         for piece in _pieces(record, limit):
-            extra = len(piece) + (1 if lines else 0)
-            if lines and size + extra > limit:
-                chunks.append(("\n".join(lines), members))
-                lines, members, size = [], [], 0
-                extra = len(piece)
-            lines.append(piece)
-            if not members or members[-1] is not record:
-                members.append(record)
-            size += extra
-    if lines:
-        chunks.append(("\n".join(lines), members))
-    return chunks
+            line = render(record.role, piece)
+            chunk = chunks[-1]
+            if chunk.lines and chunk.size + 1 + len(line) > limit:
+                chunk = _Chunk()
+                chunks.append(chunk)
+            chunk.size += len(line) + (1 if chunk.lines else 0)
+            chunk.lines.append(line)
+            chunk.pieces.append((record.role, piece))
+            if not chunk.members or chunk.members[-1] is not record:
+                chunk.members.append(record)
+    return [c for c in chunks if c.lines]
 
 
 # --------------------------------------------------------------------------- keywords and notes
 
-_TOKEN_SPLIT = re.compile(r"[^\w-]+")
 STOPWORDS = frozenset(
     """the and for with that this from have will are was were into about than when where what which
     your you our not can use using user assistant system true false there then they them these those
@@ -164,12 +173,9 @@ STOPWORDS = frozenset(
 
 def keywords(text: str, limit: int = KEYWORDS) -> list[str]:
     """The most frequent content words (ties: first seen), at most ``limit``."""
-    counts: Counter[str] = Counter()
-    for token in _TOKEN_SPLIT.split(normalize_text(text)):
-        token = token.strip("-_")
-        if len(token) > 2 and token not in STOPWORDS and not token.isdigit():
-            counts[token] += 1
-    return [word for word, _ in counts.most_common(limit)]
+    tokens = unicodedata.normalize("NFKC", text).lower().translate(WORD_SEPARATORS).split()
+    counts = Counter(t.strip("_") for t in tokens if len(t) > 2 and t not in STOPWORDS)
+    return [w for w, _ in counts.most_common(limit + 8) if len(w) > 2 and not w.isdigit()][:limit]
 
 
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -219,52 +225,124 @@ class NoteIndex:
 # --------------------------------------------------------------------------- knowledge fields
 
 
-def _words(*terms: str) -> re.Pattern[str]:
-    """Whole-word (ASCII boundaries) for Latin terms; CJK terms match anywhere."""
-    latin = [t for t in terms if t.isascii()]
-    cjk = [t for t in terms if not t.isascii()]
-    parts = []
-    if latin:
-        parts.append(r"(?<![A-Za-z0-9_])(?:" + "|".join(latin) + r")(?![A-Za-z0-9_])")
-    parts.extend(re.escape(t) for t in cjk)
-    return re.compile("|".join(parts), re.IGNORECASE)
-
-
 # Sentence fields, in priority order: a sentence goes to the first field it fits.
-SENTENCE_FIELDS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
-    ("error_messages", _words(r"\w*error", r"\w*exception", "traceback", "panic", "errno", "错误", "异常"), False),
-    ("failed_solutions", _words("did not work", "doesn't work", "didn't work", "failed approach", "dead end",
-                                "无效", "不生效", "死胡同", "否定方案", "失败方案"), False),
-    ("root_cause", _words("root cause", "caused by", "because of", "原因", "根因"), False),
-    ("final_solution", _words("solution", "solved", "resolved", "fix", "fixed", "fixes", "the fix",
-                              "workaround", "解决", "修复", "最终", "结论"), False),
-    ("rollback", _words("rollback", "roll back", "revert", "reverted", "restore", "回滚", "恢复"), False),
-    ("risks_side_effects", _words("risk", "risks", "side effect", "side effects", "warning", "danger",
-                                  "风险", "副作用", "警告", "危险"), False),
-    ("non_applicability", _words("does not apply", "not applicable", "不适用", "不要用于"), False),
-    ("applicability", _words("applies", "applicable", "适用", "前置条件", "场景"), False),
-    ("validation_results", _words("passed", "passes", "verified", "validation", "tests pass", "green",
-                                  "通过", "验证"), False),
-    ("symptoms", _words("symptom", "symptoms", "failed", "failing", "fails", "slow", "timeout", "timed out",
-                        "hangs", "crash", "crashes", "问题", "现象", "失败", "超时", "缓慢"), False),
-    ("investigation_steps", _words("inspect", "inspected", "check", "checked", "trace", "traced", "search",
-                                   "searched", "diagnose", "diagnosed", "bisect", "排查", "检查", "定位", "读取",
-                                   "搜索", "诊断"), False),
-    ("attempted_solutions", _words("attempt", "attempted", "tried", "try", "trying", "方案", "尝试", "改用"), False),
-    ("changes", _words("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更",
-                       "代码变更"), False),
-    ("trigger_conditions", _words("when", "whenever", "trigger", "triggers", "triggered", "条件", "触发"), False),
-    ("reusable_lessons", _words("lesson", "lessons", "principle", "generalize", "generalise", "always", "never",
-                                "经验", "原则", "方法论", "可推广"), False),
-    ("unresolved_questions", re.compile(r"[?？]|未解决|待验证"), True),  # user sentences only
+# Latin terms match as whole words (case-insensitive); CJK terms and marks anywhere.
+SENTENCE_FIELDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("error_messages", (r"\w*error", r"\w*exception", "traceback", "panic", "errno", "错误", "异常"), False),
+    ("failed_solutions", ("did not work", "doesn't work", "didn't work", "failed approach", "dead end",
+                          "无效", "不生效", "死胡同", "否定方案", "失败方案"), False),
+    ("root_cause", ("root cause", "caused by", "because of", "原因", "根因"), False),
+    ("final_solution", ("solution", "solved", "resolved", "fix", "fixed", "fixes", "the fix",
+                        "workaround", "解决", "修复", "最终", "结论"), False),
+    ("rollback", ("rollback", "roll back", "revert", "reverted", "restore", "回滚", "恢复"), False),
+    ("risks_side_effects", ("risk", "risks", "side effect", "side effects", "warning", "danger",
+                            "风险", "副作用", "警告", "危险"), False),
+    ("non_applicability", ("does not apply", "not applicable", "不适用", "不要用于"), False),
+    ("applicability", ("applies", "applicable", "适用", "前置条件", "场景"), False),
+    ("validation_results", ("passed", "passes", "verified", "validation", "tests pass", "green",
+                            "通过", "验证"), False),
+    ("symptoms", ("symptom", "symptoms", "failed", "failing", "fails", "slow", "timeout", "timed out",
+                  "hangs", "crash", "crashes", "问题", "现象", "失败", "超时", "缓慢"), False),
+    ("investigation_steps", ("inspect", "inspected", "check", "checked", "trace", "traced", "search",
+                             "searched", "diagnose", "diagnosed", "bisect", "排查", "检查", "定位", "读取",
+                             "搜索", "诊断"), False),
+    ("attempted_solutions", ("attempt", "attempted", "tried", "try", "trying", "方案", "尝试", "改用"), False),
+    ("changes", ("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更",
+                 "代码变更"), False),
+    ("trigger_conditions", ("when", "whenever", "trigger", "triggers", "triggered", "条件", "触发"), False),
+    ("reusable_lessons", ("lesson", "lessons", "principle", "generalize", "generalise", "always", "never",
+                          "经验", "原则", "方法论", "可推广"), False),
+    ("unresolved_questions", ("?", "？", "未解决", "待验证"), True),  # user sentences only
 )
+
+
+# Python's regex engine runs a case-insensitive alternation of a hundred terms at
+# under 1 MB/s; set intersection and str.find run in C. So: the message's words
+# as a set, intersected with the terms; then each hit's occurrences by find.
+# Word endings that count on their own ("TypeError", "NullPointerException").
+_SUFFIXES = ("error", "errors", "exception", "exceptions")
+_SENTENCE_DELIMITERS = ("\n", ". ", "! ", "? ", "。", "！", "？")
+
+
+def _index_terms() -> tuple[dict[str, tuple[int, ...]], tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+    words: dict[str, list[int]] = {}
+    phrases: list[tuple[str, int]] = []
+    marks: list[tuple[str, int]] = []
+    for i, (_, terms, _) in enumerate(SENTENCE_FIELDS):
+        for term in terms:
+            if term.startswith("\\w*"):
+                continue  # handled by _SUFFIXES
+            if term.isascii() and term[0].isalnum():
+                if term.isalnum():
+                    words.setdefault(term, []).append(i)
+                else:
+                    phrases.append((term, i))
+            else:
+                marks.append((term, i))
+    return {w: tuple(f) for w, f in words.items()}, tuple(phrases), tuple(marks)
+
+
+_WORD_FIELDS, _PHRASES, _MARKS = _index_terms()
+_WORD_SET = frozenset(_WORD_FIELDS)
+_ASCII_MARKS = tuple((mark, f) for mark, f in _MARKS if mark.isascii())
+_ERROR_FIELD = 0  # error_messages
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _occurrences(low: str, term: str, *, whole: bool) -> Iterator[int]:
+    """Start offsets of ``term`` in ``low``; ``whole``: as a word (else only its end must be one)."""
+    size = len(low)
+    pos = low.find(term)
+    while pos >= 0:
+        end = pos + len(term)
+        if (not whole or pos == 0 or not _is_word_char(low[pos - 1])) and (
+            end == size or not _is_word_char(low[end])
+        ):
+            yield pos
+        pos = low.find(term, end)
+
+
+def _term_hits(low: str) -> list[tuple[int, int]]:
+    """``(offset, field number)`` of every field term in a lower-cased message."""
+    hits: list[tuple[int, int]] = []
+    for word in set(low.translate(WORD_SEPARATORS).split()) & _WORD_SET:
+        for pos in _occurrences(low, word, whole=True):
+            hits.extend((pos, f) for f in _WORD_FIELDS[word])
+    for phrase, field_no in _PHRASES:
+        if phrase in low:
+            hits.extend((pos, field_no) for pos in _occurrences(low, phrase, whole=True))
+    if "error" in low or "exception" in low:
+        for suffix in _SUFFIXES:
+            hits.extend((pos, _ERROR_FIELD) for pos in _occurrences(low, suffix, whole=False))
+    for mark, field_no in _ASCII_MARKS if low.isascii() else _MARKS:
+        if mark in low:
+            start = low.find(mark)
+            while start >= 0:
+                hits.append((start, field_no))
+                start = low.find(mark, start + len(mark))
+    hits.sort()
+    return hits
+
+
+def _sentence_at(text: str, pos: int) -> tuple[int, int]:
+    start = max((text.rfind(d, 0, pos) + len(d) for d in _SENTENCE_DELIMITERS if text.rfind(d, 0, pos) >= 0),
+                default=0)
+    ends = [i + (0 if d == "\n" else 1) for d in _SENTENCE_DELIMITERS if (i := text.find(d, pos)) >= 0]
+    return start, min(ends, default=len(text))
+
+
 SINGLE_FIELDS = ("root_cause", "final_solution")
 
-_ENVIRONMENTS = re.compile(
-    r"(?<![A-Za-z0-9_])(?:Arch Linux|Linux|Fedora|macOS|Windows|JVM|Java|Spring|Node\.js|Node|Astro|Svelte"
-    r"|TypeScript|Docker|Kubernetes|MySQL|PostgreSQL|OMP|OpenCode|Codex|Python)(?![A-Za-z0-9_])",
-    re.IGNORECASE,
-)
+ENVIRONMENTS = {
+    "linux": "Linux", "fedora": "Fedora", "macos": "macOS", "windows": "Windows", "jvm": "JVM", "java": "Java",
+    "spring": "Spring", "node": "Node.js", "nodejs": "Node.js", "astro": "Astro", "svelte": "Svelte",
+    "typescript": "TypeScript", "docker": "Docker", "kubernetes": "Kubernetes", "mysql": "MySQL",
+    "postgresql": "PostgreSQL", "omp": "OMP", "opencode": "OpenCode", "codex": "Codex", "python": "Python",
+}
+_VERSIONED = frozenset(ENVIRONMENTS) | {"pnpm", "js"}
 _VERSIONS = re.compile(
     r"(?<![A-Za-z0-9_])(?:OMP|OpenCode|Codex|Astro|Node(?:\.js)?|pnpm|Java|Spring|Docker|MySQL|TypeScript"
     r"|Svelte|Python)\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![A-Za-z0-9_])",
@@ -274,17 +352,37 @@ _COMMANDS = re.compile(
     r"(?:^|\n)[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
     r"|go|docker|kubectl|kb)[ \t]+[^\n]{1,180}"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _FENCE_BODY = re.compile(r"```[^\n]*\n([\s\S]*?)```")
 
 
-def _sentences(records: Iterable[KeptRecord]) -> Iterator[tuple[str, str]]:
-    for record in records:
-        for sentence in _SENTENCE_END.split(record.text):
-            sentence = sentence.strip()
-            if sentence:
-                yield record.role, sentence[:SNIPPET_CHARS]
+def _sentence_fields(pieces: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each sentence that uses a field's terms goes to the first such field with room."""
+    fields: dict[str, list[str]] = {name: [] for name, _, _ in SENTENCE_FIELDS}
+    for role, text in pieces:
+        low = text.lower()
+        if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
+            text = low
+        sentences: dict[int, tuple[int, set[int]]] = {}
+        end = -1
+        start = 0
+        for pos, field_no in _term_hits(low):
+            if SENTENCE_FIELDS[field_no][2] and role != "user":
+                continue
+            if pos >= end:
+                start, end = _sentence_at(text, pos)
+                end = max(end, pos + 1)
+            sentences.setdefault(start, (end, set()))[1].add(field_no)
+        for start, (end, found) in sorted(sentences.items()):
+            sentence = text[start:end].strip()[:SNIPPET_CHARS]
+            if not sentence:
+                continue
+            for field_no in sorted(found):
+                bucket = fields[SENTENCE_FIELDS[field_no][0]]
+                if len(bucket) < FIELD_SNIPPETS:
+                    bucket.append(sentence)
+                    break
+    return fields
 
 
 def _unique(matches: Iterable[str], limit: int) -> list[str]:
@@ -298,26 +396,32 @@ def _unique(matches: Iterable[str], limit: int) -> list[str]:
     return list(seen)
 
 
-def knowledge_fields(turn: Sequence[KeptRecord], members: Sequence[KeptRecord], text: str) -> dict[str, object]:
-    """The reference's knowledge fields for one candidate: ``members`` are the turn's
-    records in its chunk, ``text`` the rendered chunk; the goal is the turn's prompt."""
-    chunk_records = members
-    fields: dict[str, list[str]] = {name: [] for name, _, _ in SENTENCE_FIELDS}
-    for role, sentence in _sentences(chunk_records):
-        for name, pattern, user_only in SENTENCE_FIELDS:
-            if user_only and role != "user":
-                continue
-            if len(fields[name]) < FIELD_SNIPPETS and pattern.search(sentence):
-                fields[name].append(sentence)
-                break
+def _environments(text: str, words: set[str]) -> list[str]:
+    """Named platforms and tools, canonically spelt, in order of first mention."""
+    low = text.lower()
+    found = {ENVIRONMENTS[w]: low.find(w) for w in words & ENVIRONMENTS.keys()}
+    if "arch linux" in low:
+        found["Arch Linux"] = low.find("arch linux")
+    return sorted(found, key=found.__getitem__)[:ENV_MATCHES]
+
+
+def knowledge_fields(turn: Sequence[KeptRecord], pieces: Sequence[tuple[str, str]], text: str) -> dict[str, object]:
+    """The reference's knowledge fields for one candidate: ``pieces`` are the
+    (role, text) messages of its chunk, ``text`` the rendered chunk; the goal is
+    the turn's prompt."""
+    fields = _sentence_fields(pieces)
+    words = words_of(text)
     user = next((r.text for r in turn if r.role == "user"), "")
-    last_assistant = next((r.text for r in reversed(chunk_records) if r.role == "assistant"), "")
+    last_assistant = next((t for role, t in reversed(pieces) if role == "assistant"), "")
     root_cause = fields["root_cause"][-1] if fields["root_cause"] else ""
     final_solution = fields["final_solution"][-1] if fields["final_solution"] else last_assistant[:2_000]
     return {
         "user_goal": user[:USER_GOAL_CHARS],
-        "technical_environment": _unique((m.group(0) for m in _ENVIRONMENTS.finditer(text)), ENV_MATCHES),
-        "software_versions": _unique((m.group(0) for m in _VERSIONS.finditer(text)), ENV_MATCHES),
+        "technical_environment": _environments(text, words),
+        "software_versions": (
+            _unique((m.group(0) for m in _VERSIONS.finditer(text)), ENV_MATCHES)
+            if words & _VERSIONED and any(d in text for d in "0123456789") else []
+        ),
         **{name: fields[name] for name in fields if name not in SINGLE_FIELDS},
         "root_cause": root_cause,
         "final_solution": final_solution,
@@ -355,7 +459,8 @@ def build_candidates(
         signals = technical_signals(whole)
         if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
             continue
-        for chunk_index, (text, members) in enumerate(_chunks(turn, max_candidate)):
+        for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
+            text, members = chunk.text, chunk.members
             if len(text) > budget:
                 truncated = True
                 break
@@ -363,7 +468,7 @@ def build_candidates(
             fp = fingerprint(text)
             words = keywords(text)
             matches = notes.match(words)
-            fields = knowledge_fields(turn, members, text)
+            fields = knowledge_fields(turn, chunk.pieces, text)
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
             labels = _unique((label for r in members for label in r.labels), 64)

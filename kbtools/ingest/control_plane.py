@@ -48,40 +48,45 @@ _PREFIX_RULES = re.compile(
     _I,
 )
 
-# (c)-(i): anywhere in the full message.
-_BODY_RULES = tuple(
-    re.compile(pattern, flags)
-    for pattern, flags in (
+# (d1) and (f): at the very start of the untrimmed message.
+_START_RULES = re.compile(
+    rf"{_TAG}(?:call:{_ID}:{_ID}(?:\{{|\Z)"
+    r"|Silent\b|Still (?:early )?context gathering|The agent is mid-turn"
+    r"|The agent is (?:still )?(?:scoping|reading|reviewing|gathering)"
+    r"|Review (?:is )?progressing|Nothing to critique|No action needed"
+    r"|Waiting for (?:more|the agent)|I(?:'ll| will) wait)",
+    _I,
+)
+
+# (c)-(i) anywhere in the message, each behind the literals it cannot match
+# without (lower case), so a plain message costs a few substring tests.
+_BODY_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (keys, re.compile(pattern, flags))
+    for keys, pattern, flags in (
         # (c) progress marker
-        (r"\[in progress\s*[—-]\s*more steps follow\]", _I),
+        (("more steps follow",), r"\[in progress\s*[—-]\s*more steps follow\]", _I),
         # (d) tool envelopes
-        (rf"\A{_TAG}call:{_ID}:{_ID}(?:\{{|\Z)", _I),
-        (rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
-        (rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
+        (("//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
+        (("⇒", "=>"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
         # (e) runtime envelopes
         (
+            ("parent irc message", "current interruptible", "[budget notice]", "[async-result]", "(no response)"),
             r"Parent IRC message|Current interruptible (?:wait|operation)|\[budget notice\]"
             rf"|\[async-result\]|^{_TAG}\(No response\)[ \t]*$",
             _I | re.MULTILINE,
         ),
-        # (f) watchdog narration, at the very start of the untrimmed message
-        (
-            rf"\A{_TAG}(?:Silent\b|Still (?:early )?context gathering|The agent is mid-turn"
-            r"|The agent is (?:still )?(?:scoping|reading|reviewing|gathering)"
-            r"|Review (?:is )?progressing|Nothing to critique|No action needed"
-            r"|Waiting for (?:more|the agent)|I(?:'ll| will) wait)",
-            _I,
-        ),
         # (g) transcript analysis
         (
+            ("_thinking",),
             r"transcript(?:'s)?\s+[\"'`]?_thinking[^\s\"'`]*[\"'`]?[\s\S]{0,200}?"
             r"\b(?:real|hidden) (?:reasoning|thinking) block\b",
             _I,
         ),
         # (h) embedded envelope
-        (rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
+        (("**",), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
         # (i) transcript artefacts behind a required role tag
         (
+            ("[user]", "[assistant]", "[skill-prompt]"),
             rf"(?:\A|\n){_ANY_TAG}\s+(?://[^\n]*?\b(?:read|write|edit|bash|grep|glob|task|todo|hub)\("
             r"|\{[\s\S]*?\"(?:severity|guidance|rule)\"[\s\S]*?"
             r"(?:_thinking|Archived transcript scopes|Complete assignment))",
@@ -93,28 +98,39 @@ _BODY_RULES = tuple(
 
 def is_internal_text(text: str) -> bool:
     """True when one message is agent-runtime plumbing rather than prose."""
-    if _PREFIX_RULES.match(text.lstrip()[:PREFIX_WINDOW]):
+    if _PREFIX_RULES.match(text.lstrip()[:PREFIX_WINDOW]) or _START_RULES.match(text):
         return True
-    return any(rule.search(text) for rule in _BODY_RULES)
+    low = text.lower()
+    return any(any(key in low for key in keys) and rule.search(text) for keys, rule in _BODY_RULES)
 
 
-_SIGNAL_WORDS = (
-    r"errors?|exceptions?|fail(?:s|ed|ing|ure|ures)?|fix(?:es|ed|ing)?|debug(?:s|ged|ging)?"
-    r"|tests?|tested|testing|builds?|building|config|configs|configuration|configure[sd]?"
-    r"|apis?|databases?|sql|git|docker|kubernetes|linux|java|typescript|javascript|python"
-    r"|rust|astro|svelte|css|themes?|omp|opencode|codex|agents?|llms?"
+# Whole words with their common inflections, compared as a set: the words of a
+# text are split once (punctuation → space) and intersected in C.
+SIGNAL_WORDS = frozenset(
+    """error errors exception exceptions fail fails failed failing failure failures fix fixes fixed
+    fixing debug debugs debugged debugging test tests tested testing build builds building config
+    configs configuration configure configures configured api apis database databases sql git docker
+    kubernetes linux java typescript javascript python rust astro svelte css theme themes omp opencode
+    codex agent agents llm llms""".split()
 )
-_SIGNAL = re.compile(
-    rf"(?<![A-Za-z0-9_])(?:{_SIGNAL_WORDS})(?![A-Za-z0-9_])"
-    r"|错误|失败|根因|修复|配置|验证|测试|构建|数据库|架构|排查|工具|会话|知识库|前端|后端|设计",
-    _I,
-)
+SIGNAL_CJK = ("错误", "失败", "根因", "修复", "配置", "验证", "测试", "构建", "数据库", "架构", "排查", "工具",
+              "会话", "知识库", "前端", "后端", "设计")
+# ASCII punctuation that separates words (`_` stays: it is part of an identifier).
+WORD_SEPARATORS = str.maketrans({c: " " for c in ".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"})
 
 
-def technical_signals(text: str) -> set[str]:
+def words_of(text: str) -> set[str]:
+    """The distinct lower-case words of a text (ASCII punctuation splits words)."""
+    return set(text.lower().translate(WORD_SEPARATORS).split())
+
+
+def technical_signals(text: str, words: set[str] | None = None) -> set[str]:
     """The distinct technical terms a text uses, as whole words (lower case)."""
-    return {m.group(0).lower() for m in _SIGNAL.finditer(text)}
+    found = (words if words is not None else words_of(text)) & SIGNAL_WORDS
+    if not text.isascii():
+        found.update(term for term in SIGNAL_CJK if term in text)
+    return found
 
 
 def has_technical_signal(text: str) -> bool:
-    return _SIGNAL.search(text) is not None
+    return bool(technical_signals(text))
