@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from kbtools.errors import KbError
-from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, fsync_dir, temp_path_for
+from kbtools.fsio import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    atomic_write_text,
+    ensure_private_dir,
+    fsync_dir,
+    temp_path_for,
+)
 
 LEDGERS = ("manifest", "candidates", "rejected", "events")
 # Rename order of a final write: the manifest last, so it never names rows that are not there yet.
@@ -455,8 +462,21 @@ def remove_stale_temps(output_dir: Path) -> None:
             pass
 
 
+def make_private_dirs(path: Path) -> None:
+    """``path`` and every folder created for it 0700 (``.agent/`` too, not only the leaf)."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        os.chmod(folder, PRIVATE_DIR_MODE)
+    ensure_private_dir(path)
+
+
 def write_private_text(path: Path, text: str) -> None:
-    ensure_private_dir(path.parent)
+    make_private_dirs(path.parent)
     atomic_write_text(path, text)
 
 
@@ -475,7 +495,7 @@ class IngestLock:
 
         path = output_dir / LOCK_FILE
         try:
-            ensure_private_dir(output_dir)
+            make_private_dirs(output_dir)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         except OSError as exc:
             raise KbError(f"cannot create the output directory: {exc.strerror or exc}", str(output_dir)) from None

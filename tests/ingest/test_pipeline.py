@@ -34,6 +34,7 @@ def test_write_makes_private_dirs_and_files_and_hashes_identities(env: IngestEnv
     omp_session(env)
     env.run()
     assert stat.S_IMODE(env.out.stat().st_mode) == 0o700
+    assert stat.S_IMODE(env.out.parent.stat().st_mode) == 0o700  # .agent/ itself
     assert stat.S_IMODE(env.checkpoint.parent.stat().st_mode) == 0o700
     for path in [*env.out.iterdir(), env.checkpoint]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
