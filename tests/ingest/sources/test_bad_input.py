@@ -143,3 +143,36 @@ def test_prose_beyond_the_cap_is_not_retained_and_marked_truncated(tmp_path: Pat
     (unit,) = [omp.load(r, cfg) for r in omp.discover(cfg)]
     assert unit.truncated
     assert sum(len(r.text) for r in unit.records) <= 400
+
+
+def test_session_appended_to_while_loading_yields_no_records(tmp_path: Path) -> None:
+    import threading
+
+    session = OmpSession(session_id="s")
+    for i in range(200):
+        session.user(f"question {i}")
+        session.assistant("answer", tool=("cat log", "L" * 20_000))
+    path = session.write(tmp_path)
+    settings = SourceSettings(omp_sessions=tmp_path)
+    (ref,) = omp.discover(settings)
+    stop = threading.Event()
+    started = threading.Event()
+
+    def live_writer() -> None:
+        with path.open("ab", buffering=0) as fh:
+            while not stop.is_set():
+                fh.write(b'{"type":"message","message":{"role":"user","content":"more"}}\n')
+                started.set()
+                stop.wait(0.0005)
+
+    writer = threading.Thread(target=live_writer)
+    writer.start()
+    started.wait(5)
+    try:
+        unit = omp.load(ref, settings)
+    finally:
+        stop.set()
+        writer.join()
+    assert unit.error == CHANGED_DURING_READ
+    assert unit.records == []
+    assert unit.stat_key is None
