@@ -69,15 +69,18 @@ class Redactor:
         if not spans:
             return Redacted(text, ())
         labels: list[str] = []
-        text = self._replace(text, spans, labels)
         # A placeholder can open a boundary that was not there (`a@aa::1` → `<PRIVATE_EMAIL>::1`,
-        # where `::1` now stands alone), so the output is re-checked until nothing more is
-        # found: redacting it again changes nothing (idempotence by construction).
-        for _ in range(_MAX_PASSES - 1):
+        # where `::1` now stands alone), so unless every placeholder sits between plain
+        # delimiters the output is re-checked until nothing more is found: redacting it
+        # again changes nothing (idempotence by construction).
+        for _ in range(_MAX_PASSES):
+            sealed = all(_sealed(text, span) for span in spans)
+            text = self._replace(text, spans, labels)
+            if sealed:
+                break
             spans = self.spans(text)
             if not spans:
                 break
-            text = self._replace(text, spans, labels)
         return Redacted(text, tuple(labels))
 
     def _replace(self, text: str, spans: list[Span], labels: list[str]) -> str:
@@ -183,37 +186,53 @@ class Redactor:
 
 
 # After an assignment keyword: the rest of the name, maybe its closing quote, a separator.
+# Longer than any run a rule's pattern can start with (a host name of ten 63-character labels).
+_WALK_LIMIT = 704
 _SEPARATOR_AHEAD = re.compile(r"[A-Za-z0-9_-]{0,64}+\\?[\"']?[ \t]{0,8}[:=+?]")
 
 
 def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[str]]:
     """The matches ``rule.regex.finditer(text)`` would give, tried only at keyword hits.
 
-    Each hit is backed up over ``rule.anchor`` characters (at most 64, the longest name
-    prefix a rule allows) to where a match could start; an assignment may also start at
-    the opening quote of its key (``"``, ``'``, or JSON-escaped ``\\"``).
+    Each hit is backed up over ``rule.anchor`` characters to the start of its run (the start
+    of a name, a local part, an address), where the rule's look-behind can hold; an
+    assignment may also start at the opening quote of its key (``"``, ``'``, or JSON-escaped
+    ``\\"``), and any token right after a JSON ``\\n``/``\\r``/``\\t``. A run already walked
+    for an earlier hit is not walked again, so a hostile run costs linear time.
     """
     assert rule.regex is not None
     back = rule.anchor_set
     assignment = rule.json_quote
     starts: set[int] = set()
     for keyword in rule.keywords:
+        run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:
             if assignment and _SEPARATOR_AHEAD.match(text, hit + len(keyword)) is None:
-                hit = lower.find(keyword, hit + 1)  # a word in prose, not a name being assigned
+                hit = lower.find(keyword, hit + len(keyword))  # a word in prose, not a name being assigned
                 continue
-            start, limit = hit, max(0, hit - 64)
-            while start > limit and text[start - 1] in back:
-                if start > 1 and text[start - 2] == "\\" and text[start - 1] in "nrt":
-                    starts.add(start)  # a token may start right after a JSON `\n`, `\r`, `\t`
-                start -= 1
-            starts.add(start)
-            if rule.json_quote and start > 0 and text[start - 1] in "\"'":
-                starts.add(start - 1)
-                if start > 1 and text[start - 2] == "\\":
-                    starts.add(start - 2)
-            hit = lower.find(keyword, hit + 1)
+            pos, limit = hit, max(0, hit - _WALK_LIMIT)
+            while True:
+                if pos != hit and pos in run_starts:
+                    run_start = run_starts[pos]
+                    break
+                if pos == 0 or text[pos - 1] not in back:
+                    run_start = pos
+                    break
+                if pos <= limit:
+                    run_start = -1  # longer than any rule's prefix: no match can start in it
+                    break
+                if pos > 1 and text[pos - 2] == "\\" and text[pos - 1] in "nrt":
+                    starts.add(pos)
+                pos -= 1
+            run_starts[hit] = run_start
+            if run_start >= 0:
+                starts.add(run_start)
+                if assignment and run_start > 0 and text[run_start - 1] in "\"'":
+                    starts.add(run_start - 1)
+                    if run_start > 1 and text[run_start - 2] == "\\":
+                        starts.add(run_start - 2)
+            hit = lower.find(keyword, hit + len(keyword))
     done = -1
     for start in sorted(starts):
         if start < done:
@@ -232,6 +251,17 @@ def _better(candidate: Span, best: Span) -> bool:
 def _settle(start: int, end: int, best: Span) -> Span:
     same = best.start == start and best.end == end
     return Span(start, end, best.rule, best.quote if same else "")
+
+
+# Around these a placeholder cannot start or end a match that its original text did not.
+_SEALED_BEFORE = frozenset(" \t\r\n\"'`([{,;=")
+_SEALED_AFTER = frozenset(" \t\r\n\"'`)]},;")
+
+
+def _sealed(text: str, span: Span) -> bool:
+    return (span.start == 0 or text[span.start - 1] in _SEALED_BEFORE) and (
+        span.end == len(text) or text[span.end] in _SEALED_AFTER
+    )
 
 
 def _line_at(text: str, pos: int) -> str:

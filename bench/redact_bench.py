@@ -1,0 +1,215 @@
+"""Redaction throughput, the same text through detect-secrets, and growth on hostile input.
+
+    .venv/bin/python bench/redact_bench.py [--mb 20] [--seed 0]
+        [--detect-secrets /tmp/ds-venv/bin/python] [--ds-mb 2] [--adversarial-max-kb 1000]
+
+1. Throughput: transcript-like messages (prompts and replies with prose, inline code,
+   code fences, shell commands, paths, URLs, package specs, shas; an e-mail or private
+   host in ~1 message in 25, a credential of a random family in a random surrounding in
+   ~1 in 40), redacted one message at a time — as `kb ingest` does — in one process.
+   MB/s is of CPU time (the machine may be shared) with wall time next to it.
+2. detect-secrets (optional): the python of a venv that has detect-secrets installed
+   (never a project dependency) scans the first `--ds-mb` MB of the same messages,
+   written one message per line, in-process with its default plugins; import time excluded.
+3. Hostile input from 10 KB up to `--adversarial-max-kb`: `a@a@…`, `////…`, `"\\\\…`,
+   base64 runs and more; linear growth means ×10 input ≈ ×10 time.
+
+1 MB = 1,000,000 bytes of UTF-8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kbtools.redact import Redactor  # noqa: E402
+from tests.testing.secrets import SECRET_FAMILIES, SURROUNDINGS, make_secret, plant  # noqa: E402
+
+WORDS = (
+    "the a to of and in is it for this that we should run test fix update file function module config value "
+    "error build install package import return class async await cache index parse output input user session "
+    "model request response commit branch merge review lint hook check schema field record ledger source "
+    "candidate manifest note page raw evidence snapshot hash digest stream worker process thread queue retry "
+    "timeout latency memory budget limit flag option default override environment variable path folder "
+    "because so then now first next after before instead also still only already again maybe probably"
+).split()
+VERBS = "added fixed renamed removed moved refactored tested checked updated rewrote split merged".split()
+IDENTS = "parse_manifest load_config redact_text run_lint SourceUnit LedgerRow build_index shingle".split()
+FILES = ("src/app/main.py", "kbtools/ingest/pipeline.py", "tests/test_cli.py", "package.json", "README.md",
+         "src/components/Header.tsx", "Cargo.toml", "docs/setup.md")
+PUBLIC = ("https://docs.python.org/3/library/re.html", "https://github.com/pre-commit/pre-commit",
+          "https://www.rfc-editor.org/rfc/rfc8259", "/usr/bin/env python3", "/etc/hosts", "astro@latest",
+          "vitest@3", "react@18.2.0", "max_tokens=4096", "tokens_saved=42 token_count=10")
+USERS = ("alice", "bob", "chen", "dmitri", "eve")
+FENCES = (
+    "```python\ndef load(path: Path) -> dict:\n    with path.open() as fh:\n        return json.load(fh)\n```",
+    "```sh\n$ pytest -q tests/\n3 passed in 0.41s\n```",
+    "```ts\nexport function slug(s: string): string {\n  return s.toLowerCase().replace(/\\s+/g, '-');\n}\n```",
+    '```json\n{"name": "wiki", "version": "1.4.2", "private": true, "scripts": {"test": "vitest"}}\n```',
+)
+
+
+def _sentence(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randrange(6, 22))]
+    if rng.random() < 0.4:
+        words.insert(rng.randrange(len(words)), f"`{rng.choice(IDENTS)}`")
+    if rng.random() < 0.2:
+        words.insert(rng.randrange(len(words)), rng.choice(VERBS))
+    return " ".join(words).capitalize() + rng.choice(".?.!.")
+
+
+def _detail(rng: random.Random) -> str:
+    user = rng.choice(USERS)
+    choice = rng.randrange(7)
+    if choice == 0:
+        return f"`{rng.choice(FILES)}`:{rng.randrange(1, 400)}"
+    if choice == 1:
+        return f"/home/{user}/projects/wiki/{rng.choice(FILES)}"
+    if choice == 2:
+        return rng.choice(PUBLIC)
+    if choice == 3:
+        return rng.choice(FENCES)
+    if choice == 4:
+        return f"commit {rng.getrandbits(160):040x}"
+    if choice == 5:
+        return f"~/.config/{rng.choice(IDENTS).lower()}/settings.json"
+    return f"$ git log --oneline -3\n{rng.getrandbits(28):07x} {rng.choice(VERBS)} {rng.choice(IDENTS)}"
+
+
+def message(rng: random.Random) -> str:
+    parts = [_sentence(rng) for _ in range(rng.randrange(1, 4) if rng.random() < 0.4 else rng.randrange(3, 14))]
+    for _ in range(rng.randrange(0, 4)):
+        parts.insert(rng.randrange(len(parts) + 1), _detail(rng))
+    if rng.random() < 0.04:
+        parts.append(rng.choice([f"ping {rng.choice(USERS)}@example.com", "db.internal:5432", "10.0.3.7"]))
+    if rng.random() < 0.025:
+        family = rng.choice(sorted(SECRET_FAMILIES))
+        secret = make_secret(family, rng)
+        parts.append(plant(secret, rng.choice(sorted(SURROUNDINGS)), name=SECRET_FAMILIES[family].name))
+    return "\n\n".join(parts)
+
+
+def corpus(total_bytes: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    messages: list[str] = []
+    size = 0
+    while size < total_bytes:
+        text = message(rng)
+        messages.append(text)
+        size += len(text.encode("utf-8"))
+    return messages
+
+
+def mb(messages: Sequence[str]) -> float:
+    return sum(len(m.encode("utf-8")) for m in messages) / 1e6
+
+
+def throughput(messages: list[str]) -> dict[str, float]:
+    redactor = Redactor()
+    for text in messages[:200]:  # warm caches
+        redactor.redact(text)
+    cpu, wall = time.process_time(), time.perf_counter()
+    labelled = sum(1 for text in messages if redactor.redact(text).labels)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    size = mb(messages)
+    return {"mb": size, "messages": len(messages), "redacted_messages": labelled, "cpu_s": cpu, "wall_s": wall,
+            "mb_per_cpu_s": size / cpu, "mb_per_wall_s": size / wall}
+
+
+_DS_SCRIPT = """
+import json, sys, time
+from detect_secrets.settings import default_settings
+from detect_secrets.core.scan import scan_file
+with default_settings():
+    t, c = time.process_time(), time.perf_counter()
+    found = list(scan_file(sys.argv[1]))
+    print(json.dumps({"cpu_s": time.process_time() - t, "wall_s": time.perf_counter() - c, "findings": len(found)}))
+"""
+
+
+def detect_secrets(python: str, messages: list[str]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "transcript.txt"
+        path.write_text("\n".join(m.replace("\n", " ") for m in messages) + "\n", encoding="utf-8")
+        out = subprocess.run([python, "-c", _DS_SCRIPT, str(path)], check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    size = mb(messages)
+    return {"mb": size, **result, "mb_per_cpu_s": size / result["cpu_s"]}
+
+
+ADVERSARIAL = {
+    "a@a@…": "a@",
+    "////…": "/",
+    '"\\\\…': None,  # a quote then backslashes
+    "base64 run": "QUJDRGVmZ2hpams0NTY3",
+    "token=token=…": "token=",
+    "BEGIN PRIVATE KEY headers": "-----BEGIN RSA PRIVATE KEY-----\n",
+    "fd00:fd00:…": "fd00:",
+    "a.local.a.local…": "a.local.",
+    "\\\\\\\\x\\\\…": "\\\\x",
+    "https://u:p@…": "https://u:p@",
+}
+
+
+def adversarial(max_kb: int) -> list[tuple[str, list[tuple[int, float]]]]:
+    redactor = Redactor()
+    sizes = [10_000]
+    while sizes[-1] * 10 <= max_kb * 1000:
+        sizes.append(sizes[-1] * 10)
+    rows = []
+    for name, unit in ADVERSARIAL.items():
+        timings = []
+        for size in sizes:
+            text = '"' + "\\" * (size - 1) if unit is None else (unit * (size // len(unit) + 1))[:size]
+            started = time.process_time()
+            redactor.redact(text)
+            timings.append((size, time.process_time() - started))
+        rows.append((name, timings))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="redact_bench.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=20.0, help="throughput corpus size (default 20)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--detect-secrets", metavar="PYTHON", help="python of a venv with detect-secrets")
+    parser.add_argument("--ds-mb", type=float, default=2.0, help="MB given to detect-secrets (default 2)")
+    parser.add_argument("--adversarial-max-kb", type=int, default=1000)
+    args = parser.parse_args(argv)
+
+    messages = corpus(int(args.mb * 1e6), args.seed)
+    ours = throughput(messages)
+    print(f"kb redact: {ours['mb']:.1f} MB, {ours['messages']} messages ({ours['redacted_messages']} with a "
+          f"redaction): {ours['cpu_s']:.2f} s CPU, {ours['wall_s']:.2f} s wall → "
+          f"{ours['mb_per_cpu_s']:.1f} MB/s per core (CPU), {ours['mb_per_wall_s']:.1f} MB/s wall")
+    if args.detect_secrets:
+        subset: list[str] = []
+        while mb(subset) < args.ds_mb and len(subset) < len(messages):
+            subset.append(messages[len(subset)])
+        ds = detect_secrets(args.detect_secrets, subset)
+        ours_subset = throughput(subset)
+        print(f"detect-secrets: {ds['mb']:.1f} MB: {ds['cpu_s']:.2f} s CPU ({ds['findings']} findings) → "
+              f"{ds['mb_per_cpu_s']:.2f} MB/s; kb redact on the same: {ours_subset['mb_per_cpu_s']:.1f} MB/s → "
+              f"×{ours_subset['mb_per_cpu_s'] / ds['mb_per_cpu_s']:.0f}")
+    rows = adversarial(args.adversarial_max_kb)
+    print("\n| hostile input | " + " | ".join(f"{s // 1000} KB" for s, _ in rows[0][1]) + " | growth per ×10 |")
+    print("| --- | " + " | ".join("---" for _ in rows[0][1]) + " | --- |")
+    for name, timings in rows:
+        growth = [b / a if a > 0 else float("nan") for (_, a), (_, b) in zip(timings, timings[1:])]
+        cells = " | ".join(f"{t * 1000:.1f} ms" for _, t in timings)
+        print(f"| `{name}` | {cells} | {', '.join(f'×{g:.1f}' for g in growth)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
