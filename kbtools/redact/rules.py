@@ -153,7 +153,7 @@ _NOT_A_VALUE = frozenset(
     """true false null none nil undefined str string bytes int bool any optional required redacted
     [redacted] hidden masked omitted empty unset n/a na tbd todo xxx ... … a an the is are was to of in
     on for and or not no yes it this that see use set from with by as be if each per one
-    bearer basic digest bot""".split()
+    bearer basic digest bot await async new function lambda yield require import typeof""".split()
 )
 _MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
 _ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
@@ -177,6 +177,12 @@ def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
         return False
     if stripped in PLACEHOLDERS:
         return False
+    if "v_bare" in hit.match.re.groupindex and hit.match.start("v_bare") == hit.start:
+        if hit.following in ("\"", "'", "`"):  # `f"…"`, `b'…'`: a string prefix, the string is elsewhere
+            return False
+        name = hit.group("name").lower()
+        if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
+            return False
     return not is_reference(stripped, hit.following)
 
 
@@ -234,13 +240,13 @@ def _credential_token(hit: Candidate, config: RedactionConfig) -> bool:
 
 # A value in one of four forms; the group that matched is the secret. In the escaped form
 # (JSON inside a JSON string) a unit is an escaped escape, another escape, or a plain character.
+_SCHEME = r"(?:(?:Bearer|Basic|Token|Bot|Digest)[ \t]{1,4})?"  # an HTTP scheme word stays readable
 _VALUE = (
-    r"(?:(?:Bearer|Basic|Token|Bot|Digest)[ \t]{1,4})?"  # an HTTP scheme word stays readable
     r"(?:"
-    r'\\"(?P<v_edq>(?:\\\\(?:\\[\\"]|[^\\"])|\\[^\\"]|[^\\"\r\n]){1,4096})\\"'
-    r'|"(?P<v_dq>(?:[^"\\\r\n]|\\.){1,4096})"'
-    r"|'(?P<v_sq>(?:[^'\\\r\n]|\\.){1,4096})'"
-    r"|(?P<v_bare>[^\s,;\"'`\\<>()\[\]{}&|]{1,4096}+)"
+    r'\\"' + _SCHEME + r'(?P<v_edq>(?:\\\\(?:\\[\\"]|[^\\"])|\\[^\\"]|[^\\"\r\n]){1,4096})\\"'
+    r'|"' + _SCHEME + r'(?P<v_dq>(?:[^"\\\r\n]|\\.){1,4096})"'
+    r"|'" + _SCHEME + r"(?P<v_sq>(?:[^'\\\r\n]|\\.){1,4096})'"
+    r"|" + _SCHEME + r"(?P<v_bare>[^\s,;\"'`\\<>()\[\]{}&|]{1,4096}+)"
     r")"
 )
 _VALUE_GROUPS = ("v_edq", "v_dq", "v_sq", "v_bare")
@@ -629,7 +635,7 @@ RULES: tuple[Rule, ...] = (
         description="absolute POSIX path after a delimiter, two segments or more (`/home/…`, `/Users/…`, "
         "`/tmp/…`); well-known system prefixes (`/usr/`, `/etc/`, `/opt/`, `/proc/`…) are public",
         keywords=("/",),
-        pattern=r"/(?<![" + _NOT_DELIM + r"]/)(?<![A-Z]>/)" + _SEG + r"{1,255}(?:/" + _SEG + r"{0,255}){1,64}",
+        pattern=r"/(?<![" + _NOT_DELIM + r"]/)(?<![A-Z]>/)" + _SEG + r"{1,255}(?:/" + _SEG + r"{1,255}){1,64}/?",
         accept=_posix_path, trim=".:!?",
         true_positives=(
             ("中文/home/alice/app", "alice"), (">/home/alice/redirect", "alice"),

@@ -26,6 +26,16 @@ SURVIVORS = [
     "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b", "idempotency_key=123e4567-e89b-12d3-a456-426614174000",
     "./relative/path and ../up/one", "std::vector<int> and fcab:12", "public IP 8.8.8.8", "and/or 2024/01/02",
     "logo@2x.png", "the token is valid", "Basic authentication works", "a password is required",
+    "see /note/<slug> and <data>/storage/",
+]
+
+# Source code that handles secrets without containing one.
+CODE_SURVIVORS = [
+    "client = Client(api_key=api_key, token=token)", "self.token = token", "const token = await getToken()",
+    'headers = {"Authorization": f"Bearer {token}"}', 'headers["Authorization"] = "Bearer " + token',
+    "password: z.string().min(8)", "api_key: SecretStr = Field(default=None)", "token: Optional[str] = None",
+    'def login(password: str = "") -> None:', "secret = get_secret()", "TOKEN=$(gh auth token)",
+    "if token == expected_token:",
 ]
 
 
@@ -33,6 +43,16 @@ SURVIVORS = [
 def test_text_that_is_not_sensitive_survives(text):
     assert redact(text).text == text
     assert redact(text).labels == ()
+
+
+@pytest.mark.parametrize("code", CODE_SURVIVORS)
+def test_code_that_only_handles_a_secret_survives(code):
+    assert redact(code).text == code
+
+
+def test_quoted_authorization_header_keeps_its_scheme_word():
+    jwt = make_secret("jwt", 12)
+    assert redact(json.dumps({"Authorization": f"Bearer {jwt}"})).text == '{"Authorization": "Bearer <REDACTED_TOKEN>"}'
 
 
 def test_configured_public_prefix_and_allow_list_are_honoured():
