@@ -149,7 +149,7 @@ def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactI
 # and loading it can never run code.
 
 CACHE_FILE = "derived-index.marshal"
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 
 def _cache_key(layout: Layout, manifest: Path, files: list[Path]) -> str:

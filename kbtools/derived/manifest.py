@@ -26,7 +26,7 @@ from typing import Any
 
 from kbtools.derived.index import Artifact
 from kbtools.derived.normalise import strip_frontmatter, tokens
-from kbtools.derived.shingles import SHINGLE_PARAMS, body_hash, from_hex, shingle_hashes, to_hex
+from kbtools.derived.shingles import SHINGLE_PARAMS, body_hash, pack, shingle_hashes, unpack
 from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
@@ -58,7 +58,7 @@ class ManifestRow:
     def to_json(self) -> str:
         data = {
             "name": self.name, "path": self.path, "sha256": self.sha256, "body_hash": self.body_hash,
-            "words": self.words, "shingles": sorted(to_hex(s) for s in self.shingles),
+            "words": self.words, "shingles": pack(self.shingles),
             "shingle_params": self.shingle_params, "emitted_at": self.emitted_at,
         }
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -127,15 +127,14 @@ def _parse_row(line: str, where: str) -> ManifestRow:
         and _HEX64.fullmatch(data["sha256"]) is not None
         and isinstance(data["words"], int)
         and isinstance(data["shingle_params"], dict)
-        and isinstance(data["shingles"], list)
-        and all(isinstance(s, str) for s in data["shingles"])
+        and isinstance(data["shingles"], str)
     )
     if not ok:
         raise KbError("invalid artifact manifest line: a field has the wrong type", where)
     try:
-        shingles = frozenset(map(from_hex, data["shingles"]))
+        shingles = frozenset(unpack(data["shingles"]))
     except ValueError:
-        raise KbError("invalid artifact manifest line: a shingle is not 16 hex digits", where) from None
+        raise KbError("invalid artifact manifest line: shingles are not base64 of 64-bit values", where) from None
     return ManifestRow(
         name=data["name"], path=data["path"], sha256=data["sha256"], body_hash=data["body_hash"],
         words=data["words"], shingles=shingles, shingle_params=data["shingle_params"],

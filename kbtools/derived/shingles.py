@@ -17,8 +17,10 @@ uses the reference, slower but giving identical values.
 
 from __future__ import annotations
 
+import base64
 import sys
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 
 from blake3 import blake3
 
@@ -40,6 +42,7 @@ SHINGLE_PARAMS: dict[str, object] = {
     "normaliser": NORMALISER_VERSION,
     "normaliser_hash": NORMALISER_HASH,
     "hash": HASH_NAME,
+    "encoding": "base64 sorted int64 little-endian",
 }
 
 _word_ids: dict[bytes, int] = {}
@@ -97,16 +100,27 @@ def shingle_hashes(words: Sequence[bytes], n: int = SHINGLE_N) -> list[int]:
     return [reference_shingle_hash(w) for w in windows]
 
 
-def to_hex(value: int) -> str:
-    """A shingle hash as the manifest writes it: 16 hex digits, unsigned."""
-    return format(value & _M64, "016x")
+def pack(shingles: Iterable[int]) -> str:
+    """Shingle hashes as the manifest stores them: sorted signed 64-bit little-endian, base64.
+
+    About 11 characters a shingle instead of 19 for a JSON list of hex strings,
+    and decoded in C (a 1,000-page manifest loads several times faster).
+    """
+    values = array("q", sorted(shingles))
+    if sys.byteorder != "little":
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
 
 
-def from_hex(text: str) -> int:
-    value = int(text, 16)
-    if value >> 64:
-        raise ValueError(f"shingle hash wider than 64 bits: {text}")
-    return value - (1 << 64) if value >= 1 << 63 else value
+def unpack(text: str) -> list[int]:
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) % 8:
+        raise ValueError("shingle data is not a whole number of 64-bit values")
+    values = array("q")
+    values.frombytes(raw)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tolist()
 
 
 def body_hash(words: Sequence[bytes]) -> str:
