@@ -86,6 +86,12 @@ class DerivedConfig:
 class RetentionConfig:
     refuse: int = 3
     registry_prefixes: tuple[str, ...] = ("JIRA-", "GH-", "CVE-", "RFC", "PEP", "ADR-")
+    # Frontmatter keys that record when a page was touched: their values change on every
+    # rewrite, so they are not anchors.
+    ignore_frontmatter_keys: tuple[str, ...] = (
+        "timestamp", "updated", "updatedAt", "updated_at", "lastUpdated", "last_updated", "lastmod",
+        "modified", "last_modified",
+    )
 
 
 @dataclass(frozen=True)

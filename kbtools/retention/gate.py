@@ -95,7 +95,7 @@ def compare(
 
 
 def extractor_for(config: Config) -> Taxonomy:
-    return taxonomy(config.retention.registry_prefixes)
+    return taxonomy(config.retention.registry_prefixes, config.retention.ignore_frontmatter_keys)
 
 
 def resolve_threshold(flag: int | None, config: Config) -> Threshold:

@@ -359,6 +359,7 @@ class Taxonomy:
     """The identifier extractor for one set of registry prefixes."""
 
     registry_prefixes: tuple[str, ...] = ()
+    ignore_frontmatter_keys: tuple[str, ...] = ()
 
     def extract(self, text: str | None, *, exclude_secrets: bool = True) -> frozenset[Identifier]:
         """Every identifier in ``text`` (None and "" are empty), secrets excluded unless asked."""
@@ -370,6 +371,8 @@ class Taxonomy:
             return []
         if not text.isascii():
             text = unicodedata.normalize("NFC", text)
+        if self.ignore_frontmatter_keys and text.startswith("---"):
+            text = _blank_frontmatter(text, self.ignore_frontmatter_keys)
         located = _locate(self.registry_prefixes, text, prefilter)
         if not exclude_secrets or not located:
             return [identifier for _start, _end, identifier in located]
@@ -417,8 +420,21 @@ def _matches(regex: re.Pattern[str], text: str, registry_prefixes: tuple[str, ..
             yield match
 
 
-def taxonomy(registry_prefixes: Sequence[str] = ()) -> Taxonomy:
-    return Taxonomy(tuple(registry_prefixes))
+def taxonomy(registry_prefixes: Sequence[str] = (), ignore_frontmatter_keys: Sequence[str] = ()) -> Taxonomy:
+    return Taxonomy(tuple(registry_prefixes), tuple(ignore_frontmatter_keys))
+
+
+_FRONTMATTER = re.compile(r"---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|$)", re.DOTALL)
+
+
+def _blank_frontmatter(text: str, keys: tuple[str, ...]) -> str:
+    """The page with the values of ``keys`` in its leading YAML frontmatter removed."""
+    block = _FRONTMATTER.match(text)
+    if block is None or block.group(1) is None:
+        return text
+    key_line = re.compile(r"^(" + "|".join(re.escape(k) for k in keys) + r")[ \t]*:.*$", re.MULTILINE)
+    start, end = block.span(1)
+    return text[:start] + key_line.sub(r"\1:", block.group(1)) + text[end:]
 
 
 @lru_cache(maxsize=8)

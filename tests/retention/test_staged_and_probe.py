@@ -84,7 +84,7 @@ def test_a_deleted_note_warns_with_its_identifier_count(tmp_path):
     kb.git("rm", "-q", str(note))
     result = staged(kb)
     assert result.code == 0
-    assert "close.md is deleted with 6 identifier(s)" in result.err  # 5 anchors + the frontmatter date
+    assert "close.md is deleted with 5 identifier(s)" in result.err
 
 
 def test_a_new_note_is_never_refused(tmp_path):
@@ -214,3 +214,14 @@ def test_probe_of_an_empty_repository_and_a_bad_range(tmp_path):
     assert empty.code == 0 and json.loads(empty.out)["rewrites"] == 0
     bad = run_kb_process("retention", "probe", "no-such-rev..HEAD", cwd=repo)
     assert bad.code == 2 and bad.err.startswith("kb: error: cannot read history")
+
+
+def test_bumping_the_frontmatter_timestamp_is_not_a_loss(tmp_path):
+    kb, note = kb_with_note(tmp_path)
+    bumped = page("close", *ANCHORS).replace("timestamp: 2026-08-08", "timestamp: 2026-09-01")
+    write(note, bumped.replace("# Close", "# Close, revised"))
+    kb.stage(note)
+    assert (staged(kb, "--threshold", "1").code, staged(kb).err) == (0, "")
+    write(kb.root / ".kb.yaml", "retention:\n  ignore_frontmatter_keys: []\n")
+    result = staged(kb, "--threshold", "1")
+    assert result.code == 1 and ": 2026-08-08 (refused" in result.err

@@ -173,3 +173,11 @@ def test_secret_overlap_sees_a_long_secret_that_starts_before_a_short_one():
     assert not _overlaps(spans, 30, 40)
     assert _overlaps(spans, 35, 41)
     assert not _overlaps(([], []), 0, 10)
+
+
+def test_ignored_frontmatter_keys_only_blank_the_leading_frontmatter():
+    extractor = taxonomy((), ("timestamp",))
+    page = "---\r\ntitle: v1.2.3\r\ntimestamp: 2026-08-08\r\n---\r\nbody\r\ntimestamp: 2026-05-05\r\n"
+    assert {i.text for i in extractor.extract(page)} == {"v1.2.3", "2026-05-05"}
+    assert {i.text for i in extractor.extract("intro\n---\ntimestamp: 2026-08-08\n---\n")} == {"2026-08-08"}
+    assert {i.text for i in taxonomy().extract(page)} == {"v1.2.3", "2026-08-08", "2026-05-05"}
