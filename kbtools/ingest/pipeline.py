@@ -479,7 +479,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                     continue
                 if digest.parse_status == "failed" and identity in state.discovered:
                     continue  # an old failure of a source that failed again (or differently) now
-                if request.prune:
+                # A store that failed this run may be back next run: its rows are kept.
+                if request.prune and digest.tool not in state.failed_tools:
                     counts.pruned += 1
                     continue
                 rows = prior_rows(prior, digest, redactor, run_at=run_at, status="skipped",
@@ -519,6 +520,7 @@ class _RunState:
         self.dedup = dedup
         self.seen: set[str] = set()
         self.discovered: set[str] = set()
+        self.failed_tools: set[str] = set()
         self.emitted: set[str] = set()
         self.prompt_tools: set[str] = set()
         self.last_key = ""
@@ -528,6 +530,8 @@ class _RunState:
         if outcome.source_key in self.emitted:
             return  # the same source (same identity and bytes) found twice, e.g. a copied file
         self.discovered.add(outcome.identity)
+        if outcome.failed and outcome.rows is not None:
+            self.failed_tools.add(outcome.rows.manifest["tool"])
         if not outcome.failed:
             # A failed read does not supersede what earlier runs kept of this source.
             self.seen.add(outcome.identity)

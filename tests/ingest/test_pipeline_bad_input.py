@@ -113,3 +113,15 @@ def test_broken_hindsight_gives_an_error_row_and_the_run_completes(
         assert kept["candidate_id"] in ids and memory["candidate_id"] in ids
         keys = [r["source_key"] for r in env.rows("manifest")]
         assert len(keys) == len(set(keys))
+
+
+def test_prune_keeps_the_rows_of_a_store_that_failed_to_read(env: IngestEnv) -> None:
+    db = OpenCodeDb(env.opencode_db, wal=False)
+    db.session(tech_turn(), session_id="ses-1")
+    db.close()
+    env.run()
+    (kept,) = [c for c in env.rows("candidates") if c["tool"] == "opencode"]
+    env.opencode_db.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    summary, _ = env.run("--prune")
+    assert kept["candidate_id"] in {c["candidate_id"] for c in env.rows("candidates")}
+    assert summary["pruned"] == 0
