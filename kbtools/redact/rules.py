@@ -32,7 +32,8 @@ import math
 import re
 import string
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from kbtools.config import RedactionConfig
 
@@ -86,14 +87,16 @@ class Rule:
     json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
     true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
     false_positives: tuple[str, ...] = ()
-    regex: re.Pattern[str] | None = field(default=None, init=False, compare=False, repr=False)
-    anchor_set: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if self.pattern is not None:
-            object.__setattr__(self, "regex", re.compile(self.pattern))
-        if self.anchor:
-            object.__setattr__(self, "anchor_set", frozenset(self.anchor))
+    # Compiled on first use: the commit hook imports every rule but runs only those whose
+    # keywords occur, and compiling all of them would cost more than scanning a few lines.
+    @cached_property
+    def regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern is not None else None
+
+    @cached_property
+    def anchor_set(self) -> frozenset[str]:
+        return frozenset(self.anchor or "")
 
     @property
     def is_secret(self) -> bool:
@@ -331,11 +334,13 @@ def _is_ipv4(value: str) -> bool:
     return True
 
 
-_PRIVATE_V4 = tuple(
-    ipaddress.IPv4Network(n)
-    for n in ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
-)
-_PRIVATE_V6 = tuple(ipaddress.IPv6Network(n) for n in ("::1/128", "fc00::/7", "fe80::/10"))
+_PRIVATE_V4 = ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
+_PRIVATE_V6 = ("::1/128", "fc00::/7", "fe80::/10")
+
+
+@lru_cache(maxsize=None)
+def _networks(names: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(n) for n in names)
 
 
 def _private_ipv4(hit: Candidate, config: RedactionConfig) -> bool:
@@ -343,7 +348,7 @@ def _private_ipv4(hit: Candidate, config: RedactionConfig) -> bool:
         address = ipaddress.IPv4Address(hit.value)
     except ValueError:
         return False
-    return any(address in net for net in _PRIVATE_V4)
+    return any(address in net for net in _networks(_PRIVATE_V4))
 
 
 def _private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
@@ -351,7 +356,7 @@ def _private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
         address = ipaddress.IPv6Address(hit.value.split("%", 1)[0])
     except ValueError:  # `fcab:12`, `std::` and friends are not addresses
         return False
-    return any(address in net for net in _PRIVATE_V6)
+    return any(address in net for net in _networks(_PRIVATE_V6))
 
 
 # ---------------------------------------------------------------------------
