@@ -48,6 +48,7 @@ from kbtools.ingest.candidates import (
     is_internal_candidate,
 )
 from kbtools.ingest.control_plane import is_internal_text
+from kbtools.ingest import hashing
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
@@ -153,8 +154,8 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
-    identity = "\0".join((unit.tool, project_key, session_hash))
-    key = sha256_hex("\0".join((unit.tool, project_key, session_hash, unit.content_hash)))
+    identity = hashing.identity_key(unit.tool, unit.project_identity, unit.session_identity)
+    key = hashing.source_key(unit.tool, unit.project_identity, unit.session_identity, unit.content_hash)
     created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
     error = redact_error(ctx.redactor, unit.error)
     for prior in ctx.prior.get(identity, ()):
@@ -245,6 +246,8 @@ def _keep_records(
 
 def _utf8(text: str) -> str:
     """Lone surrogates (a `\\ud800` escape in a source) cannot be hashed or written as UTF-8."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text
