@@ -308,3 +308,26 @@ def test_carried_forward_text_from_older_rules_is_redacted_again(env: IngestEnv)
     assert "<PRIVATE_PATH>" in carried["redactions"]
     (row,) = env.rows("manifest", tool="omp", record_type="session")
     assert row["redaction_status"] == f"redacted:{REDACTION_VERSION}"
+
+
+def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from kbtools.cli.common import open_kb
+    from kbtools.ingest import sources
+    from kbtools.ingest.candidates import NoteIndex
+    from kbtools.ingest.pipeline import IngestRequest, ProcessContext, load_derived_filter, process_unit
+    from kbtools.redact import Redactor
+
+    omp_session(env)
+    config, layout = open_kb(env.root)
+    settings = sources.resolve_settings(config, {"omp_sessions": env.omp})
+    derived, _, _ = load_derived_filter(IngestRequest(config, layout, settings, env.out))
+    ctx = ProcessContext(settings, Redactor(config.redaction), derived, NoteIndex.load(layout.note_root), {},
+                         8_000, 120_000, "2026-01-01T00:00:00.000Z")
+    (ref,) = [r for r in sources.discover_all(settings) if r.tool == "omp"]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        remote = pool.submit(process_unit, ref, ctx).result()
+    local = process_unit(ref, ctx)
+    assert remote == local and remote.rows is not None and len(remote.rows.candidates) == 1
