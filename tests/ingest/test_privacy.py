@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 from tests.ingest.conftest import FakeHindsight, IngestEnv
 from tests.testing.secrets import SECRET_FAMILIES, SURROUNDINGS, make_secret, plant, rand
