@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbtools.errors import ConfigError
-from kbtools.kb.tree import read_regular
 from kbtools.gitio import CommitChange, FileStatus, GitFailed, RepoState, commit_changes, diff_status, read_blobs
+from kbtools.kb.tree import read_regular
 
 WORK_TREE = None  # a Step's ``new_rev`` for "the files on disk"
 INDEX = ""  # a Step's ``new_rev`` for "the index"
@@ -27,14 +27,10 @@ INDEX = ""  # a Step's ``new_rev`` for "the index"
 
 @dataclass(frozen=True)
 class LintMode:
+    """Default: work tree vs HEAD; ``staged``: index vs HEAD; ``since``: every commit of REV..HEAD."""
+
     staged: bool = False
     since: str | None = None
-
-    @property
-    def label(self) -> str:
-        if self.since is not None:
-            return f"commits {self.since}..HEAD"
-        return "index vs HEAD" if self.staged else "work tree vs HEAD"
 
 
 @dataclass(frozen=True)
@@ -115,10 +111,3 @@ def _with_texts(root: Path, steps: list[Step], tracked: list[str]) -> list[Step]
         steps[i].texts[(side, rel)] = data
     return steps
 
-
-def read_at(root: Path, rev: str | None, rel: str) -> str | None:
-    """Text of ``rel`` at ``rev`` (INDEX for the index), or None."""
-    if rev is None:
-        return None
-    data = read_blobs(root, [f"{rev}:./{rel}"]).get(f"{rev}:./{rel}")
-    return None if data is None else data.decode("utf-8", "replace")

@@ -196,3 +196,31 @@ def test_kb_in_a_subfolder_of_the_repository(tmp_path):
     expected = BREAKERS[6](kb)
     result = lint(kb)
     assert f"- {expected}" in result.err.splitlines(), result.err
+
+
+def test_edit_then_revert_in_the_range_is_still_caught(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    before = kb.head()
+    path = kb.raw_path("source-1")
+    original = path.read_bytes()
+    path.write_bytes(original + b"edit\n")
+    edit = kb.commit("edit evidence")
+    path.write_bytes(original)
+    kb.commit("undo it")
+    found = problems(lint(kb, "--since", before))
+    assert f"raw snapshot changed or deleted: M\t{RAW_DIR}/zh-cn/source-1.md (commit {edit[:12]})" in found
+
+
+def test_edit_on_a_merged_side_branch_is_caught(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    before = kb.head()
+    kb.git("checkout", "-q", "-b", "side")
+    path = kb.raw_path("source-2")
+    path.write_bytes(path.read_bytes() + b"side edit\n")
+    side = kb.commit("edit on a side branch")
+    kb.git("checkout", "-q", "main")
+    kb.append_log("2026-08-09", "lint", "main moves on")
+    kb.commit("main work")
+    kb.git("merge", "-q", "--no-edit", "--no-ff", "side")
+    found = problems(lint(kb, "--since", before))
+    assert f"raw snapshot changed or deleted: M\t{RAW_DIR}/zh-cn/source-2.md (commit {side[:12]})" in found
