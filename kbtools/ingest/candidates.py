@@ -228,7 +228,8 @@ class NoteIndex:
 # Sentence fields, in priority order: a sentence goes to the first field it fits.
 # Latin terms match as whole words (case-insensitive); CJK terms and marks anywhere.
 SENTENCE_FIELDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    ("error_messages", (r"\w*error", r"\w*exception", "traceback", "panic", "errno", "错误", "异常"), False),
+    # …and any word ending in error/exception ("TypeError"): see _SUFFIXES.
+    ("error_messages", ("traceback", "panic", "errno", "错误", "异常"), False),
     ("failed_solutions", ("did not work", "doesn't work", "didn't work", "failed approach", "dead end",
                           "无效", "不生效", "死胡同", "否定方案", "失败方案"), False),
     ("root_cause", ("root cause", "caused by", "because of", "原因", "根因"), False),
@@ -270,8 +271,6 @@ def _index_terms() -> tuple[dict[str, tuple[int, ...]], tuple[tuple[str, int], .
     marks: list[tuple[str, int]] = []
     for i, (_, terms, _) in enumerate(SENTENCE_FIELDS):
         for term in terms:
-            if term.startswith("\\w*"):
-                continue  # handled by _SUFFIXES
             if term.isascii() and term[0].isalnum():
                 if term.isalnum():
                     words.setdefault(term, []).append(i)

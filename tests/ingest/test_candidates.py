@@ -119,3 +119,21 @@ def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -
     assert candidate["note_matches"] == ["typescript-path-alias"]
     assert candidate["existing_kb_status"] == "matched:typescript-path-alias"
     assert index.match(["kind", "concept", "status", "title"]) == []
+
+
+def test_each_sentence_fills_one_knowledge_field() -> None:
+    from kbtools.ingest.candidates import knowledge_fields
+
+    answer = ("The TypeError was caused by a missing alias. It did not work with a relative import! "
+              "We tried a workaround first. Verified: the tests pass now.")
+    pieces = [("user", "Why does the build fail? 原因是什么？"), ("assistant", answer)]
+    fields = knowledge_fields([rec("user", pieces[0][1])], pieces, "")
+    assert fields["error_messages"] == ["The TypeError was caused by a missing alias."]
+    assert fields["failed_solutions"] == ["It did not work with a relative import!"]
+    assert fields["final_solution"] == "We tried a workaround first."
+    assert fields["validation_results"] == ["Verified: the tests pass now."]
+    assert fields["root_cause"] == "原因是什么？"
+    assert fields["unresolved_questions"] == ["Why does the build fail?"]  # a user's open question
+    sentences = [s for name, v in fields.items() if isinstance(v, list) and name != "technical_environment"
+                 for s in v]
+    assert len(sentences) == len(set(sentences))
