@@ -186,20 +186,32 @@ def ledger_path(output_dir: Path, ledger: str, *, partial: bool = False) -> Path
     return output_dir / (f"{ledger}.partial.jsonl" if partial else f"{ledger}.jsonl")
 
 
-def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
-    """``(row or None if malformed, byte offset)`` per non-blank line; nothing if the file is absent."""
+def open_ledger(path: Path) -> IO[bytes] | None:
+    """The ledger file opened for reading, or None when it does not exist."""
     try:
-        fh = open(path, "rb")
+        return open(path, "rb")
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         raise KbError(f"cannot read ledger: {exc.strerror}", str(path)) from None
+
+
+def scan_ledger(fh: IO[bytes], ledger: str) -> Iterator[tuple[Row | None, int]]:
+    """``(row or None if malformed, byte offset)`` per non-blank line of an open ledger."""
+    offset = 0
+    for line in fh:
+        start, offset = offset, offset + len(line)
+        if line.strip():
+            yield _parse(line, ledger), start
+
+
+def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
+    """:func:`scan_ledger` of a path; nothing if the file is absent."""
+    fh = open_ledger(path)
+    if fh is None:
+        return
     with fh:
-        offset = 0
-        for line in fh:
-            start, offset = offset, offset + len(line)
-            if line.strip():
-                yield _parse(line, ledger), start
+        yield from scan_ledger(fh, ledger)
 
 
 # --------------------------------------------------------------------------- prior state
@@ -246,9 +258,16 @@ class PriorState:
         state._load(output_dir)
         return state
 
-    def _file_number(self, path: Path) -> int:
+    def _open(self, path: Path, ledger: str) -> tuple[int, Iterator[tuple[Row | None, int]]]:
+        """Open a ledger once: it is indexed now and read back through the same handle
+        later, so a file replaced meanwhile (a concurrent ``--write``) cannot shift offsets."""
+        number = len(self._files)
         self._files.append(path)
-        return len(self._files) - 1
+        handle = open_ledger(path)
+        if handle is None:
+            return number, iter(())
+        self._handles[number] = handle
+        return number, scan_ledger(handle, ledger)
 
     def _load(self, output_dir: Path) -> None:
         main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), journal=False)
@@ -284,8 +303,8 @@ class PriorState:
     def _manifest_groups(self, path: Path, *, journal: bool) -> dict[str, list[PriorSource]]:
         groups: dict[str, list[PriorSource]] = {}
         runs: dict[str, object] = {}
-        number = self._file_number(path)
-        for row, offset in iter_ledger(path, "manifest"):
+        number, rows = self._open(path, "manifest")
+        for row, offset in rows:
             if row is None:
                 self.malformed += 1
                 continue
@@ -317,8 +336,8 @@ class PriorState:
     def _row_index(self, path: Path, ledger: str, *, journal: bool) -> dict[str, list[tuple[int, int]]]:
         index: dict[str, list[tuple[int, int]]] = {}
         runs: dict[str, object] = {}
-        number = self._file_number(path)
-        for row, offset in iter_ledger(path, ledger):
+        number, rows = self._open(path, ledger)
+        for row, offset in rows:
             if row is None:
                 self.malformed += 1
                 continue
@@ -331,9 +350,7 @@ class PriorState:
 
     def read(self, location: tuple[int, int]) -> Row:
         number, offset = location
-        handle = self._handles.get(number)
-        if handle is None:
-            handle = self._handles[number] = open(self._files[number], "rb")
+        handle = self._handles[number]  # validated when indexed, same open file
         handle.seek(offset)
         row = json.loads(handle.readline())
         row.pop(RUN_TAG, None)
