@@ -192,6 +192,14 @@ def read_blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
     return result
 
 
+def indexed_files(root: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to ``root``) are in the index."""
+    if not paths:
+        return set()
+    out = git(_quiet_paths_env() + ["ls-files", "-z", "--cached", "--", *(f":(literal){p}" for p in paths)], root)
+    return {p for p in out.split("\0") if p}
+
+
 def untracked_files(root: Path, paths: list[str]) -> list[str]:
     """Files under ``paths`` that git does not track and does not ignore."""
     out = git(_quiet_paths_env() + ["ls-files", "-z", "--others", "--exclude-standard", "--", *paths], root)

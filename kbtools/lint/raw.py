@@ -53,6 +53,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         if rel not in on_disk and not os.path.isfile(os.path.join(raw_root, rel)):
             yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", raw_prefix + rel)
 
+    yield from _unstaged_registrations(ctx)
     hash_scope = _hash_scope(ctx, registered)
     for f in ctx.raw.files:
         if f.rel in escaping:
@@ -83,23 +84,40 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", raw_prefix + rel)
 
 
+def _new_entries(ctx: LintContext) -> set[str] | None:
+    """``--staged``: paths named by manifest lines that HEAD's manifest does not have."""
+    if ctx.scope is None or ctx.history is None or ctx.manifest is None:
+        return None
+    manifest_rel = ctx.rel(ctx.layout.raw_manifest)
+    (step,) = ctx.history.steps
+    if step.status_of(manifest_rel) is None:
+        return set()
+    old_lines = {ln.rstrip() for ln in (step.text("old", manifest_rel) or "").split("\n")}
+    return {e.rel for e in ctx.manifest.entries if e.line not in old_lines}
+
+
+def _unstaged_registrations(ctx: LintContext) -> Iterator[Problem]:
+    """``--staged``: a manifest line being committed must come with its file in the commit."""
+    new = _new_entries(ctx)
+    if not new:
+        return
+    from kbtools.gitio import indexed_files
+
+    raw_prefix = ctx.raw_prefix + "/"
+    present = [rel for rel in sorted(new) if os.path.exists(os.path.join(ctx.layout.raw_root, rel))]
+    in_index = indexed_files(ctx.layout.root, [raw_prefix + rel for rel in present])
+    for rel in present:
+        if raw_prefix + rel not in in_index:
+            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel} (not staged)",
+                          raw_prefix + rel)
+
+
 def _hash_scope(ctx: LintContext, registered: dict[str, str]) -> set[str]:
     """Registered paths whose bytes are hashed: all of them, or (``--staged``) the files the
     commit touches plus every path a newly appended manifest line names."""
     if ctx.scope is None:
         return set(registered)
-    scope = set(ctx.scope.raw) & set(registered)
-    if ctx.history is not None:
-        manifest_rel = ctx.rel(ctx.layout.raw_manifest)
-        (step,) = ctx.history.steps
-        old = step.text("old", manifest_rel)
-        status = step.status_of(manifest_rel)
-        if status is not None:
-            old_lines = set((old or "").splitlines())
-            manifest = ctx.manifest
-            if manifest is not None:
-                scope |= {e.rel for e in manifest.entries if e.line not in old_lines}
-    return scope
+    return (set(ctx.scope.raw) | (_new_entries(ctx) or set())) & set(registered)
 
 
 def _raw_fields(rel: str, path: str, data: bytes) -> Iterator[Problem]:

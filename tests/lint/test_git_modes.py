@@ -224,3 +224,14 @@ def test_edit_on_a_merged_side_branch_is_caught(tmp_path):
     kb.git("merge", "-q", "--no-edit", "--no-ff", "side")
     found = problems(lint(kb, "--since", before))
     assert f"raw snapshot changed or deleted: M\t{RAW_DIR}/zh-cn/source-2.md (commit {side[:12]})" in found
+
+
+def test_staged_manifest_line_without_its_staged_file_is_caught(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_raw("source-3")
+    kb.write_index()
+    kb.stage(kb.manifest, kb.index)  # the new raw file itself stays untracked
+    found = problems(lint(kb, "--staged"))
+    assert found == ["manifest points to missing raw file: zh-cn/source-3.md (not staged)"]
+    kb.stage(kb.raw_path("source-3"))
+    assert problems(lint(kb, "--staged")) == []
