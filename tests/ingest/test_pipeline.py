@@ -331,3 +331,23 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
         remote = pool.submit(process_unit, ref, ctx).result()
     local = process_unit(ref, ctx)
     assert remote == local and remote.rows is not None and len(remote.rows.candidates) == 1
+
+
+def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: IngestEnv) -> None:
+    from kbtools.ingest.candidates import NoteIndex, SourceMeta
+    from kbtools.ingest.model import Record, SourceSettings, SourceUnit
+    from kbtools.ingest.pipeline import ProcessContext, build_rows
+    from kbtools.redact import Redactor
+
+    records = [Record("user", TECH_PROMPT, "", 0), Record("assistant", TECH_ANSWER, "", 1)]
+    unit = SourceUnit("omp", "session", "jsonl", "x", "s", "p", "", "", "h" * 64, records,
+                      error="source_changed_during_read")
+    ctx = ProcessContext(SourceSettings(), Redactor(), None, NoteIndex(), {}, 8_000, 120_000, "")
+    meta = SourceMeta("k" * 64, "s", "p", "omp", "session", "jsonl", "", "")
+    rows = build_rows(unit, meta, unit.error, ctx)
+    assert rows.candidates == []
+    assert rows.manifest["parse_status"] == "failed"
+    assert [r["reason"] for r in rows.rejected] == ["malformed_or_unavailable_source"]
+    # The same unit read cleanly gives its candidate.
+    unit.error = ""
+    assert len(build_rows(unit, meta, "", ctx).candidates) == 1
