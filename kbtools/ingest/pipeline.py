@@ -52,6 +52,7 @@ from kbtools.ingest import hashing
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources.common import CHANGED_DURING_READ
 from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
 
@@ -59,7 +60,6 @@ PARTIAL_EVERY = 100
 ERROR_CHARS = 300
 HINDSIGHT_CONFIDENCE = 0.55
 
-CHANGED_DURING_READ = "source_changed_during_read"
 NOT_SCANNED = "source_not_scanned_this_run"
 INTERNAL_FILTERED = "internal_transcript_filtered"
 MALFORMED_SOURCE = "malformed_or_unavailable_source"
