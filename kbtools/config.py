@@ -55,6 +55,11 @@ class RedactionConfig:
     )
     # Literal strings that are never redacted (e.g. a public host name of the team).
     allow: tuple[str, ...] = ()
+    # People's names redacted wherever they stand as a word (<PRIVATE_EMAIL>); the account
+    # running kb and the owner of any home-directory path in the same text are added.
+    private_names: tuple[str, ...] = ()
+    # Domains whose hosts are internal (e.g. corp.example.com): <PRIVATE_HOST>.
+    private_domains: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

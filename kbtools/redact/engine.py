@@ -129,7 +129,7 @@ class Redactor:
     def _rule_spans(self, text: str, lower: str | None, index: int, rule: Rule) -> Iterator[Span]:
         config = self.config
         if rule.finder is not None:
-            for start, end in rule.finder(text):
+            for start, end in rule.finder(text, config):
                 if end > start:
                     yield Span(start, end, index)
             return

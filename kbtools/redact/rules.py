@@ -65,7 +65,7 @@ _LOCAL_START = r"(?:(?<![A-Za-z0-9_.%+\\-])|(?<=\\[nrt]))"  # an e-mail's local 
 _LOGIN_START = r"(?:(?<![A-Za-z0-9_.%+@\\-])|(?<=\\[nrt]))"
 
 Accept = Callable[["Candidate", RedactionConfig], bool]
-Finder = Callable[[str], Iterator[tuple[int, int]]]
+Finder = Callable[[str, RedactionConfig], Iterator[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class Rule:
     json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
     true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
     false_positives: tuple[str, ...] = ()
+    sample_config: tuple[tuple[str, tuple[str, ...]], ...] = ()  # RedactionConfig fields the samples need
 
     # Compiled on first use: the commit hook imports every rule but runs only those whose
     # keywords occur, and compiling all of them would cost more than scanning a few lines.
@@ -158,6 +159,7 @@ _NOT_A_VALUE = frozenset(
     on for and or not no yes it this that see use set from with by as be if each per one
     bearer basic digest bot await async new function lambda yield require import typeof""".split()
 )
+_STRING_PREFIXES = frozenset("f b r u rb br fr rf".split())
 _MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
 _ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
@@ -181,7 +183,7 @@ def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
     if stripped in PLACEHOLDERS:
         return False
     if "v_bare" in hit.match.re.groupindex and hit.match.start("v_bare") == hit.start:
-        if hit.following in ("\"", "'", "`"):  # `f"…"`, `b'…'`: a string prefix, the string is elsewhere
+        if stripped.lower() in _STRING_PREFIXES and hit.following in ("\"", "'"):  # `f"…"`: the string is next
             return False
         name = hit.group("name").lower()
         if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
@@ -277,7 +279,7 @@ _PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=:, \t\r\n-]|\\[nrt]){0,65536}")
 
 
-def find_private_keys(text: str) -> Iterator[tuple[int, int]]:
+def find_private_keys(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
     pos = 0
     ends_exhausted = False
     while True:
@@ -343,12 +345,29 @@ def _networks(names: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress
     return tuple(ipaddress.ip_network(n) for n in names)
 
 
-def _private_ipv4(hit: Candidate, config: RedactionConfig) -> bool:
-    try:
-        address = ipaddress.IPv4Address(hit.value)
-    except ValueError:
-        return False
-    return any(address in net for net in _networks(_PRIVATE_V4))
+# An IPv4 address is found from its first dot (`.d.d.d`, a literal the regex engine finds
+# fast) and extended back over its first octet, instead of trying a regex at every digit.
+_IPV4_TAIL = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)")
+
+
+def _ipv4_candidates(text: str) -> Iterator[tuple[int, int, ipaddress.IPv4Address]]:
+    for match in _IPV4_TAIL.finditer(text):
+        start, lead = match.start(), 0
+        while start > 0 and lead < 4 and text[start - 1] in "0123456789":
+            start, lead = start - 1, lead + 1
+        if not 1 <= lead <= 3 or not _token_start(text, start):
+            continue
+        try:
+            yield start, match.end(), ipaddress.IPv4Address(text[start:match.end()])
+        except ValueError:
+            continue
+
+
+def find_private_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    networks = _networks(_PRIVATE_V4)
+    for start, end, address in _ipv4_candidates(text):
+        if any(address in net for net in networks):
+            yield start, end
 
 
 def _private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
@@ -382,6 +401,106 @@ def _file_url(hit: Candidate, config: RedactionConfig) -> bool:
     value = hit.value
     path = "/" + value.lstrip("/") if value.startswith("/") else value
     return _not_public(config, path)
+
+
+# ---------------------------------------------------------------------------
+# Public addresses, internal URL hosts, and the names and domains a text or the
+# configuration makes private (all beyond the contract).
+
+# Public resolvers everybody writes down; not anybody's own server.
+_WELL_KNOWN_ADDRESSES = frozenset(
+    "8.8.8.8 8.8.4.4 1.1.1.1 1.0.0.1 9.9.9.9 149.112.112.112 208.67.222.222 208.67.220.220".split()
+)
+
+
+def _token_start(text: str, start: int) -> bool:
+    """Nothing of a word, number or address before ``start`` (a JSON `\\n` escape is a boundary)."""
+    if start == 0 or text[start - 1] not in _ADDRESS_CHARS:
+        return True
+    return start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrt"
+
+
+_ADDRESS_CHARS = frozenset(string.ascii_letters + string.digits + "_.\\")
+
+
+def find_public_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    for start, end, address in _ipv4_candidates(text):
+        if address.is_global and str(address) not in _WELL_KNOWN_ADDRESSES:
+            yield start, end
+
+
+def _public_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
+    try:  # documentation (2001:db8::/32), loopback, unique-local and link-local are not global
+        return ipaddress.IPv6Address(hit.value.split("%", 1)[0]).is_global
+    except ValueError:
+        return False
+
+
+_GENERIC_ACCOUNTS = frozenset(
+    """root admin administrator user users runner runneradmin ubuntu debian ec2-user vscode node app dev
+    developer build builder ci git jenkins docker guest default public shared share home test tester nobody
+    www-data codespace codespaces data project projects work src code repos workspace workspaces tmp temp
+    backup storage media docs files apps opt local lib bin""".split()
+)
+_POSIX_HOME = re.compile(r"/(?:home|Users)/([A-Za-z0-9._-]{3,64})")
+_WINDOWS_HOME = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]:(?:\\{1,4}|/)Users(?:\\{1,4}|/)([A-Za-z0-9._-]{3,64})")
+
+
+@lru_cache(maxsize=1)
+def local_account() -> str:
+    """The account running kb: the name most likely to appear in its own transcripts."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a container)
+        return ""
+
+
+@lru_cache(maxsize=64)
+def _standing_names(configured: tuple[str, ...], account: str) -> tuple[str, ...]:
+    return tuple({n.lower() for n in (*configured, account) if _is_private_name(n)})
+
+
+def _is_private_name(name: str) -> bool:
+    return len(name) >= 3 and name.lower() not in _GENERIC_ACCOUNTS
+
+
+def private_names(text: str, config: RedactionConfig) -> set[str]:
+    """Configured names, the local account, and the owners of home directories in ``text``."""
+    lower = text.lower()
+    names = {n for n in _standing_names(config.private_names, local_account()) if n in lower}
+    homes = [_POSIX_HOME] if "/home/" in lower or "/users/" in lower else []
+    if ":\\" in lower or ":/users" in lower:
+        homes.append(_WINDOWS_HOME)
+    for pattern in homes:
+        names.update(m.group(1).lower() for m in pattern.finditer(text) if _is_private_name(m.group(1)))
+    return names
+
+
+def find_private_names(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    names = private_names(text, config)
+    if not names:
+        return
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(?:" + alternation + r")(?![A-Za-z0-9_])", re.IGNORECASE)
+    for match in pattern.finditer(text):
+        yield match.start(), match.end()
+
+
+def find_private_domains(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    domains = [d.strip(".").lower() for d in config.private_domains if d.strip(".")]
+    lower = text.lower()
+    domains = [d for d in domains if d in lower]
+    if not domains:
+        return
+    alternation = "|".join(re.escape(d) for d in sorted(domains, key=len, reverse=True))
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9-]{1,63}\.){0,10}(?:" + alternation + r")(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
+        re.IGNORECASE,
+    )
+    for match in pattern.finditer(text):
+        yield match.start(), match.end()
 
 
 # ---------------------------------------------------------------------------
@@ -570,9 +689,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="private-ipv4", placeholder=HOST, category=HOST_CATEGORY,
         description="loopback, RFC 1918, link-local and CGNAT IPv4 addresses",
-        keywords=("10.", "127.", "172.", "192.168.", "169.254.", "100."), anchor="",
-        pattern=r"(?<![A-Za-z0-9_.\\])(?:10|127|172|192|169|100)\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)",
-        accept=_private_ipv4,
+        keywords=("10.", "127.", "172.", "192.168.", "169.254.", "100."), finder=find_private_ipv4,
         true_positives=(("host 192.168.1.2 up", "192.168.1.2"), ("127.0.0.1:8080", "127.0.0.1"),
                         ("10.1.2.3", "10.1.2.3")),
         false_positives=("8.8.8.8", "version 10.2.3", "172.32.0.1", "1.10.0.1.2"),
@@ -724,6 +841,57 @@ RULES: tuple[Rule, ...] = (
         pattern=START + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,512}+",
         true_positives=(("sk" + "-proj-" + fill(100), fill(100)),),
         false_positives=("sk-proj- prefix",),
+    ),
+    Rule(
+        id="public-ipv4", placeholder=HOST, category=HOST_CATEGORY,
+        description="public IPv4 addresses (a transcript's addresses are its owner's servers); not "
+        "`0.0.0.0`, netmasks, documentation ranges or well-known public resolvers (`8.8.8.8`, `1.1.1.1`)",
+        keywords=(".",), finder=find_public_ipv4,
+        true_positives=(("ssh to 203.0.114.7 failed", "203.0.114.7"), ("peer 34.120.9.1:443", "34.120.9.1")),
+        false_positives=("dns 8.8.8.8", "mask 255.255.255.0", "bind 0.0.0.0", "doc 192.0.2.10", "v1.2.3.4",
+                         "version 1.2.3.4.5", "10.1.2.3"),
+    ),
+    Rule(
+        id="public-ipv6", placeholder=HOST, category=HOST_CATEGORY,
+        description="public (global unicast) IPv6 addresses written with `::`; not documentation `2001:db8::/32`",
+        keywords=("::",), anchor=HEX_COLON,
+        pattern=r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])",
+        accept=_public_ipv6,
+        true_positives=(("from 2a00:1450:4001:80b::200e", "2a00:1450"),),
+        false_positives=("2001:db8::1", "std::vector", "::1", "fe80::1"),
+    ),
+    Rule(
+        id="internal-url-host", placeholder=HOST, category=HOST_CATEGORY,
+        description="the host of a network URL when it has no dot (`http://jenkins:8080/`, "
+        "`redis://cache/0`): a name only an internal resolver knows",
+        keywords=("://",),
+        pattern=(
+            r"(?<![A-Za-z0-9+.-])(?i:https?|wss?|s?ftp|ssh|git|rediss?|postgres(?:ql)?|mysql|mongodb|amqps?|kafka"
+            r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)://(?:[^\s/@\"'<>\\]{1,256}@)?"
+            r"(?P<host>[A-Za-z][A-Za-z0-9-]{0,62})(?=[:/?#\s\"'`<>\\)\]]|$)"
+        ),
+        groups=("host",),
+        true_positives=(("open http://jenkins:8080/job/x", "jenkins"), ("redis://cache/0", "cache")),
+        false_positives=("https://example.com/x", "chrome://settings", "https://docs.python.org/3/"),
+    ),
+    Rule(
+        id="private-name", placeholder=EMAIL, category=IDENTITY,
+        description="a person's name as a word: `redaction.private_names`, the account running kb, and the owner "
+        "of any `/home/<name>`, `/Users/<name>`, `C:\\Users\\<name>` in the same text (not generic accounts "
+        "such as root, runner, ubuntu, dev)",
+        keywords=(), finder=find_private_names,
+        true_positives=(("cd /home/alicia/app; alicia approved it", "alicia"),
+                        ("Bob Kowalski reviewed it", "Kowalski")),
+        false_positives=("cd /home/dev/app; dev server", "the Kowalskis' house"),
+        sample_config=(("private_names", ("Kowalski",)),),
+    ),
+    Rule(
+        id="private-domain", placeholder=HOST, category=HOST_CATEGORY,
+        description="any host under `redaction.private_domains` (e.g. the company's own domain)",
+        keywords=(), finder=find_private_domains,
+        true_positives=(("deploy to build-7.eu.acme-corp.example now", "build-7"),),
+        false_positives=("acme-corp.example.org is someone else", "see example.com"),
+        sample_config=(("private_domains", ("acme-corp.example",)),),
     ),
     Rule(
         id="secret-name-high-entropy", placeholder=TOKEN, category=CREDENTIAL,

@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from kbtools.redact import PLACEHOLDERS, redact
+from kbtools.config import RedactionConfig
+from kbtools.redact import PLACEHOLDERS, Redactor, redact
 from tests.testing.secrets import make_secret
 
 join = "".join
@@ -136,3 +137,39 @@ def test_unrecognised_value_under_a_secret_looking_name_is_caught_by_entropy():
 
 def test_login_at_host_outside_a_path_is_caught():
     assert redact("ssh deploy" + "@buildbox").text == "ssh <PRIVATE_EMAIL>"
+
+
+def test_public_ip_is_caught():
+    assert redact("ssh to 203.0.114.7 and 2a00:1450:4001:80b::200e").text == "ssh to <PRIVATE_HOST> and <PRIVATE_HOST>"
+    assert redact("resolver 8.8.8.8, doc range 192.0.2.1").text == "resolver 8.8.8.8, doc range 192.0.2.1"
+
+
+def test_internal_hostname_without_a_private_suffix_is_caught():
+    assert redact("open http://jenkins:8080/job/x").text == "open http://<PRIVATE_HOST>:8080/job/x"
+    config = RedactionConfig(private_domains=("acme-corp.example",))
+    assert Redactor(config).redact("db1.eu.acme-corp.example:5432").text == "<PRIVATE_HOST>:5432"
+
+
+def test_user_name_outside_a_path_is_caught():
+    home = os.path.join("/home", "zofia")
+    assert redact(f"ran in {home}/wiki; Zofia approved, zofia-laptop").text == (
+        "ran in <PRIVATE_PATH>; <PRIVATE_EMAIL> approved, <PRIVATE_EMAIL>-laptop"
+    )
+    config = RedactionConfig(private_names=("Kowalski",))
+    assert Redactor(config).redact("reviewed by B. Kowalski").text == "reviewed by B. <PRIVATE_EMAIL>"
+
+
+def test_the_account_running_kb_is_a_private_name(monkeypatch):
+    from kbtools.redact.rules import local_account
+
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.setenv(var, "marguerite")
+    local_account.cache_clear()
+    try:
+        assert redact("marguerite ran the migration").text == "<PRIVATE_EMAIL> ran the migration"
+    finally:
+        local_account.cache_clear()
+
+
+def test_generic_account_names_are_not_private_names():
+    assert redact("cd /home/runner/work; the runner and root user").text == "cd <PRIVATE_PATH>; the runner and root user"
