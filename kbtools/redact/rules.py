@@ -338,6 +338,8 @@ def _is_ipv4(value: str) -> bool:
 
 _PRIVATE_V4 = ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
 _PRIVATE_V6 = ("::1/128", "fc00::/7", "fe80::/10")
+# An IPv6 candidate (validated by `ipaddress`); never inside a word, a version or a longer address.
+_IPV6 = r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])"
 
 
 @lru_cache(maxsize=None)
@@ -698,7 +700,7 @@ RULES: tuple[Rule, ...] = (
         id="private-ipv6", placeholder=HOST, category=HOST_CATEGORY,
         description="IPv6 loopback `::1`, unique-local `fc00::/7`, link-local `fe80::/10` (validated)",
         keywords=("::", "fc", "fd", "fe8", "fe9", "fea", "feb"), anchor=HEX_COLON,
-        pattern=r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])",
+        pattern=_IPV6,
         accept=_private_ipv6,
         true_positives=(("bind ::1 now", "::1"), ("fe80::1", "fe80::1"), ("fd00::42", "fd00::42")),
         false_positives=("fcab:12", "std::vector", "foo::1", "2001:db8::1", "12:30:45"),
@@ -855,7 +857,7 @@ RULES: tuple[Rule, ...] = (
         id="public-ipv6", placeholder=HOST, category=HOST_CATEGORY,
         description="public (global unicast) IPv6 addresses written with `::`; not documentation `2001:db8::/32`",
         keywords=("::",), anchor=HEX_COLON,
-        pattern=r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])",
+        pattern=_IPV6,
         accept=_public_ipv6,
         true_positives=(("from 2a00:1450:4001:80b::200e", "2a00:1450"),),
         false_positives=("2001:db8::1", "std::vector", "::1", "fe80::1"),
