@@ -514,8 +514,10 @@ class Deduplicator:
         is_duplicate = first != candidate.get("candidate_id")
         candidate["decision"] = "duplicate" if is_duplicate else "jotting"
         candidate["duplicate_of"] = first if is_duplicate else ""
-        for body in _FENCE_BODY.findall(str(candidate.get("text", ""))):
-            self._code_blocks.add(body)
+        text = str(candidate.get("text", ""))
+        if "```" in text:
+            for body in _FENCE_BODY.findall(text):
+                self._code_blocks.add(body)
         errors = candidate.get("error_messages")
         for entry in errors if isinstance(errors, list) else ():
             self._error_logs.add(str(entry))
@@ -538,7 +540,8 @@ class _RepeatCounter:
         self.repeats = 0
 
     def add(self, text: str) -> None:
-        norm = normalize_text(text)
+        # normalize_text, without NFKC and regex for ASCII text (the same result).
+        norm = " ".join(text.lower().split()) if text.isascii() else normalize_text(text)
         if len(norm) < 40:
             return
         digest = bytes.fromhex(sha256_hex(norm))

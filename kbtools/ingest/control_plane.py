@@ -59,15 +59,16 @@ _START_RULES = re.compile(
 )
 
 # (c)-(i) anywhere in the message, each behind the literals it cannot match
-# without (lower case), so a plain message costs a few substring tests.
+# without (lower case, the message preceded by a newline), so a plain message
+# costs a few substring tests.
 _BODY_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
     (keys, re.compile(pattern, flags))
     for keys, pattern, flags in (
         # (c) progress marker
         (("more steps follow",), r"\[in progress\s*[—-]\s*more steps follow\]", _I),
         # (d) tool envelopes
-        (("//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
-        (("⇒", "=>"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
+        (("\n//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
+        (("\n->", "\n→", "]->", "]→", "] ->", "] →"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
         # (e) runtime envelopes
         (
             ("parent irc message", "current interruptible", "[budget notice]", "[async-result]", "(no response)"),
@@ -83,7 +84,7 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
             _I,
         ),
         # (h) embedded envelope
-        (("**",), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
+        (("**agent**", "**user**", "**assistant**"), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
         # (i) transcript artefacts behind a required role tag
         (
             ("[user]", "[assistant]", "[skill-prompt]"),
@@ -96,11 +97,19 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
 )
 
 
+_LEADING_SPACE = re.compile(r"\s*")
+# Every prefilter literal at once (a case-sensitive literal alternation is fast in `re`).
+_ANY_KEY = re.compile("|".join(re.escape(key) for keys, _ in _BODY_RULES for key in keys))
+
+
 def is_internal_text(text: str) -> bool:
     """True when one message is agent-runtime plumbing rather than prose."""
-    if _PREFIX_RULES.match(text.lstrip()[:PREFIX_WINDOW]) or _START_RULES.match(text):
+    start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # always matches
+    if _PREFIX_RULES.match(text[start:start + PREFIX_WINDOW]) or _START_RULES.match(text):
         return True
-    low = text.lower()
+    low = "\n" + text.lower()
+    if not _ANY_KEY.search(low):
+        return False
     return any(any(key in low for key in keys) and rule.search(text) for keys, rule in _BODY_RULES)
 
 
