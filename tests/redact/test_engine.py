@@ -193,3 +193,17 @@ def test_short_bearer_credential_inside_shell_quotes_is_redacted():
     credential = "Ab3" + "xY9kQ2z"  # shorter than the 12 characters the bare Bearer rule needs
     out = redact(f"curl -H 'Authorization: Bearer {credential}' https://api.example.com")
     assert credential not in out.text and "Bearer <REDACTED_TOKEN>'" in out.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_keyword_index_finds_what_one_by_one_search_finds(text):
+    from kbtools.redact.engine import KeywordIndex
+
+    index = Redactor()._keywords
+    lower = text.lower()
+    assert index._automaton is not None, "ahocorasick-rs is a dependency"
+    assert index.present(lower) == {k for k in index.single + index.multi if k in lower}
+    fallback = KeywordIndex(index.single + index.multi)
+    fallback._automaton = None
+    assert fallback.present(lower) == index.present(lower)
