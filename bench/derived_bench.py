@@ -1,7 +1,7 @@
 """Derived-filter cost: per record as the number of artifacts grows, per MB of prose, load and pickle.
 
     .venv/bin/python bench/derived_bench.py [--artifacts 10,1000,10000] [--records 3000] [--seed 0]
-    .venv/bin/python bench/derived_bench.py --ingest bench/.corpus/50 [--ingest-artifacts 1000] [--notes corpus|prose]
+    .venv/bin/python bench/derived_bench.py --ingest bench/.corpus/50 [--ingest-artifacts 1000] [--notes corpus|prose] [--unrecorded]
 
 Artifacts are generated notes (about 250-600 words of Zipf-distributed vocabulary,
 Markdown structure, a few stock phrases shared between them so that records hit
@@ -14,7 +14,8 @@ With --ingest CORPUS (a bench/gen_corpus.py output) it measures the filter's sha
 of a real `kb ingest --write` instead: one run with --no-derived-filter gives the
 candidates; 1,000 notes are written from shuffled sentences of those candidates
 (same vocabulary and stock phrases as the sessions, so records hit postings, a
-pessimistic case); then `kb ingest --write` runs with and without the filter,
+pessimistic case) or, with --notes prose, from independent generated prose, and
+recorded in the manifest as the pre-commit hook would (unless --unrecorded); then `kb ingest --write` runs with and without the filter,
 alternating, on fresh ledger dirs, and the child's CPU seconds are compared. The
 in-process cost of DerivedFilter.match over every candidate text is reported too.
 
@@ -139,7 +140,7 @@ def _ingest_cpu(cmd: list[str], cwd: Path) -> tuple[float, float, dict[str, obje
     return wall, usage.ru_utime + usage.ru_stime, json.loads(out.decode().strip().splitlines()[-1])
 
 
-def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: str) -> int:
+def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: str, recorded: bool) -> int:
     import re
     import shutil
     import subprocess
@@ -169,6 +170,9 @@ def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: st
             path = kb / "src/content/note/en" / f"bench-{i:05d}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+        if recorded:  # as the kb-record-artifacts hook leaves a KB: every note version in the manifest
+            subprocess.run([*_kb(), "artifacts", "record", "src/content/note"], cwd=kb, check=True,
+                           stdout=subprocess.DEVNULL)
         runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
         summaries: dict[str, dict[str, object]] = {}
         for r in range(rounds):
@@ -191,7 +195,8 @@ def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: st
         off_cpu = min(c for _, c in runs["off"])
         on_cpu = min(c for _, c in runs["on"])
         print(json.dumps({
-            "session_MB": round(session_bytes / 1e6, 1), "notes": notes, "artifacts": derived.artifact_count,
+            "session_MB": round(session_bytes / 1e6, 1), "notes": notes, "recorded": recorded,
+            "artifacts": derived.artifact_count,
             "candidates_without_filter": summary.get("candidates"),
             "prose_MB_in_candidates": round(sum(len(t.encode()) for t in texts) / 1e6, 2),
             "ingest_off_cpu_s": round(off_cpu, 2), "ingest_on_cpu_s": round(on_cpu, 2),
@@ -219,9 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--notes", choices=("corpus", "prose"), default="corpus",
                         help="notes from shuffled corpus sentences (pessimistic) or independent generated prose")
+    parser.add_argument("--unrecorded", action="store_true",
+                        help="leave the notes out of the manifest (ingest shingles every one at load)")
     args = parser.parse_args(argv)
     if args.ingest:
-        return ingest_share(args.ingest, args.ingest_artifacts, args.seed, args.rounds, args.notes)
+        return ingest_share(args.ingest, args.ingest_artifacts, args.seed, args.rounds, args.notes, not args.unrecorded)
     counts = [int(c) for c in args.artifacts.split(",")]
 
     prose = Prose(args.seed)
