@@ -21,21 +21,23 @@ near 0; a record discussing the same topic in its own words shares few
 5-word runs (README, "Derived filter", for the measured distribution).
 
 Cost per record: one dict probe per record shingle, plus work proportional to
-the postings it hits; it does not grow with the number of artifacts.
+the postings it hits; it does not grow with the number of artifacts (only the
+memory latency of a larger dict does: bench/RESULTS.md, "Derived filter").
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import chain
 from operator import truediv
-from dataclasses import dataclass
 from typing import Any
 
 from kbtools.derived.shingles import SHINGLE_N, body_hash, shingle_hashes
 
 MIN_ARTIFACT_SHINGLES = 12
+MIN_RECORD_SHINGLES = 20
 # A shingle found in more distinct artifact paths than this is boilerplate (a
 # stock phrase, a shared template paragraph): it says nothing about which page
 # a record quotes, and its long posting list would make every record that uses
@@ -43,11 +45,10 @@ MIN_ARTIFACT_SHINGLES = 12
 # artifact's size, so containment is measured on informative shingles only.
 # Versions of one page share a path and do not count against this.
 STOP_PATHS = 16
-MIN_RECORD_SHINGLES = 20
 # An artifact shorter than this many words never matches, not even by hash: a
 # two-word page would otherwise exclude every record that says those words.
 MIN_BODY_WORDS = 3
-_UNREACHABLE = 1 << 62
+_UNREACHABLE = 1 << 62  # the size given an artifact too small for containment
 INDEX_PARAMS = (MIN_ARTIFACT_SHINGLES, MIN_RECORD_SHINGLES, STOP_PATHS, MIN_BODY_WORDS)
 
 
@@ -60,7 +61,7 @@ class Artifact:
     sha256: str
     body_hash: str
     shingles: frozenset[int]
-    words: int  # normalised word count (0 when only the manifest row is known)
+    words: int  # normalised word count of the body
 
 
 @dataclass(frozen=True)
