@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbtools.config import RedactionConfig
-from kbtools.redact.rules import RULES, Candidate, Rule
+from kbtools.redact.checks import Candidate
+from kbtools.redact.rules import RULES, Rule
 
 # A line holding this marks a deliberate example: find_secrets (lint check 16) skips
 # hits that start on it. Redaction itself never honours it — transcripts are not curated.

@@ -160,7 +160,7 @@ def test_user_name_outside_a_path_is_caught():
 
 
 def test_the_account_running_kb_is_a_private_name(monkeypatch):
-    from kbtools.redact.rules import local_account
+    from kbtools.redact.checks import local_account
 
     for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
         monkeypatch.setenv(var, "marguerite")

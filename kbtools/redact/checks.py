@@ -1,0 +1,355 @@
+"""The checks behind the rules: is a hit really a secret, an address, a private path?
+
+A rule's regex (or finder) proposes a span; the rule's ``accept`` check, given the
+:class:`Candidate`, decides. Finders cover what one regex cannot do in linear time
+(PEM blocks, IPv4 found from its first dot) or what depends on the configuration and
+the text itself (people's names, private domains).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kbtools.config import RedactionConfig
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A regex hit offered to a rule's ``accept`` check: the secret span of ``match``."""
+
+    match: re.Match[str]
+    start: int
+    end: int
+
+    @property
+    def value(self) -> str:
+        return self.match.string[self.start:self.end]
+
+    @property
+    def following(self) -> str:
+        return self.match.string[self.end:self.end + 1]
+
+    def group(self, name: str) -> str:
+        return self.match.group(name) or ""
+
+
+# ---------------------------------------------------------------------------
+# Value checks.
+
+_REFERENCE_PREFIXES = (
+    "$", "%", "{{", "<", "os.environ", "os.getenv", "process.env", "import.meta.env", "env[", "env.",
+    "getenv", "system.getenv", "deno.env", "secrets.", "vars.", "inputs.", "self.", "this.", "cls.",
+    "config.", "cfg.", "settings.", "args.", "opts.", "options.", "ctx.", "props.", "params.",
+    "request.", "req.",
+)
+_NOT_A_VALUE = frozenset(
+    """true false null none nil undefined str string bytes int bool any optional required redacted
+    [redacted] hidden masked omitted empty unset n/a na tbd todo xxx ... … a an the is are was to of in
+    on for and or not no yes it this that see use set from with by as be if each per one
+    bearer basic digest bot await async new function lambda yield require import typeof""".split()
+)
+_STRING_PREFIXES = frozenset("f b r u rb br fr rf".split())
+_MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
+_ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
+def is_reference(value: str, following: str = "") -> bool:
+    """``$VAR``, ``${VAR}``, ``os.environ[...]``, ``process.env.X``, ``{{ tmpl }}``, ``<YOUR_TOKEN>``,
+    a call ``get_secret()``, a constant ``MY_API_KEY``: a pointer to a secret, not one."""
+    low = value.lower()
+    if low.startswith(_REFERENCE_PREFIXES) or low.startswith("your") and len(value) > 4 and not value[4].isalnum():
+        return True
+    if following == "(" or following == "[":  # a call or a subscript: the value is computed
+        return True
+    return bool(_ALL_CAPS_NAME.fullmatch(value))
+
+
+def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
+    """An assigned value that may be a credential (placeholders and references are not)."""
+    stripped = hit.value.strip()
+    if not stripped or stripped.lower() in _NOT_A_VALUE or _MASKED.fullmatch(stripped):
+        return False
+    if "v_bare" in hit.match.re.groupindex and hit.match.start("v_bare") == hit.start:
+        if stripped.lower() in _STRING_PREFIXES and hit.following in ("\"", "'"):  # `f"…"`: the string is next
+            return False
+        name = hit.group("name").lower()
+        if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
+            return False
+    return not is_reference(stripped, hit.following)
+
+
+def shannon_entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_.~-]{16,1024}")
+_HEX_OR_UUID = re.compile(r"[0-9a-fA-F]{7,64}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_VERSIONISH = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.][0-9A-Za-z.-]*)?")
+
+
+def is_high_entropy(value: str) -> bool:
+    """Random-looking: token characters only, ≥ 16 long, letters and digits, entropy ≥ 3.3 bits/char;
+    not a hex digest, git sha, UUID or version."""
+    if not _TOKEN_CHARS.fullmatch(value) or _HEX_OR_UUID.fullmatch(value) or _VERSIONISH.fullmatch(value):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    return shannon_entropy(value) >= 3.3
+
+
+def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
+    value = hit.value
+    name = hit.group("name").lower()
+    if "public" in name or "pub_key" in name:
+        return False
+    return is_credential_value(hit, config) and is_high_entropy(value)
+
+
+def _has_mixed_classes(value: str) -> bool:
+    """Not a plain word: a digit, or a capital after the first character."""
+    return any(c.isdigit() for c in value) or any(c.isupper() for c in value[1:])
+
+
+def url_password(hit: Candidate, config: RedactionConfig) -> bool:
+    userinfo = hit.value.split("://", 1)[1].split("@", 1)[0]
+    return not is_reference(userinfo.split(":", 1)[1])
+
+
+def sk_key(hit: Candidate, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(hit.value[3:])  # `sk-learn-compatible-…` is kebab-case prose
+
+
+def not_a_word(hit: Candidate, config: RedactionConfig) -> bool:
+    return _has_mixed_classes(hit.value)
+
+
+# ---------------------------------------------------------------------------
+# PEM private keys: BEGIN … END pairs found with two linear scans. A block cut off
+# before its END (a truncated transcript) is redacted through the end of its body.
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=:, \t\r\n-]|\\[nrt]){0,65536}")
+
+
+def find_private_keys(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    pos = 0
+    ends_exhausted = False
+    while True:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None:
+            return
+        end = None if ends_exhausted else _PEM_END.search(text, begin.end())
+        if end is None:
+            ends_exhausted = True  # no END anywhere later: every later BEGIN is truncated too
+            body = _PEM_BODY.match(text, begin.end())
+            stop = body.end() if body else begin.end()
+            yield begin.start(), stop
+            pos = max(stop, begin.end())
+        else:
+            yield begin.start(), end.end()
+            pos = end.end()
+
+
+# ---------------------------------------------------------------------------
+# Identity and hosts.
+
+_FILE_EXTENSION_TLDS = frozenset(
+    "png jpg jpeg gif svg webp ico bmp css scss less js mjs cjs ts tsx jsx json lock yaml yml toml "
+    "html htm txt map wasm vue svelte astro mdx ini cfg conf log csv".split()
+)
+
+
+def email_not_a_file(hit: Candidate, config: RedactionConfig) -> bool:
+    return hit.value.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSION_TLDS
+
+
+# `pkg@tag`: npm dist-tags, branch names and version pins are not hosts.
+_PACKAGE_TAGS = frozenset(
+    "latest next canary beta alpha rc stable lts nightly experimental insiders dev edge main master head "
+    "preview release current legacy".split()
+)
+_VERSION_PIN = re.compile(r"v?\d[\w.-]*|[0-9a-fA-F]{7,40}|\d+\.x|x|sha\d{1,3}|md5")
+
+
+def login_at_host(hit: Candidate, config: RedactionConfig) -> bool:
+    host = hit.value.rsplit("@", 1)[1]
+    if host[0].isdigit():  # only a dotted-quad address is a host here; `pkg@18.2.0` is a version
+        return _is_ipv4(host)
+    if host.lower() in _PACKAGE_TAGS or _VERSION_PIN.fullmatch(host):
+        return False
+    return len(host) >= 2
+
+
+def _is_ipv4(value: str) -> bool:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+_PRIVATE_V4 = ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
+_PRIVATE_V6 = ("::1/128", "fc00::/7", "fe80::/10")
+
+
+@lru_cache(maxsize=None)
+def _networks(names: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(n) for n in names)
+
+
+# An IPv4 address is found from its first dot (`.d.d.d`, a literal the regex engine finds
+# fast) and extended back over its first octet, instead of trying a regex at every digit.
+_IPV4_TAIL = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)")
+
+
+def _ipv4_candidates(text: str) -> Iterator[tuple[int, int, ipaddress.IPv4Address]]:
+    for match in _IPV4_TAIL.finditer(text):
+        start, lead = match.start(), 0
+        while start > 0 and lead < 4 and text[start - 1] in "0123456789":
+            start, lead = start - 1, lead + 1
+        if not 1 <= lead <= 3 or not _token_start(text, start):
+            continue
+        try:
+            yield start, match.end(), ipaddress.IPv4Address(text[start:match.end()])
+        except ValueError:
+            continue
+
+
+def find_private_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    networks = _networks(_PRIVATE_V4)
+    for start, end, address in _ipv4_candidates(text):
+        if any(address in net for net in networks):
+            yield start, end
+
+
+def private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
+    try:
+        address = ipaddress.IPv6Address(hit.value.split("%", 1)[0])
+    except ValueError:  # `fcab:12`, `std::` and friends are not addresses
+        return False
+    return any(address in net for net in _networks(_PRIVATE_V6))
+
+
+def _not_public(config: RedactionConfig, path: str) -> bool:
+    return not path.startswith(config.public_path_prefixes)
+
+
+def not_public_path(hit: Candidate, config: RedactionConfig) -> bool:
+    return _not_public(config, hit.value)
+
+
+def file_url_not_public(hit: Candidate, config: RedactionConfig) -> bool:
+    value = hit.value
+    path = "/" + value.lstrip("/") if value.startswith("/") else value
+    return _not_public(config, path)
+
+
+# ---------------------------------------------------------------------------
+# Public addresses, internal URL hosts, and the names and domains a text or the
+# configuration makes private (all beyond the contract).
+
+# Public resolvers everybody writes down; not anybody's own server.
+_WELL_KNOWN_ADDRESSES = frozenset(
+    "8.8.8.8 8.8.4.4 1.1.1.1 1.0.0.1 9.9.9.9 149.112.112.112 208.67.222.222 208.67.220.220".split()
+)
+
+
+def _token_start(text: str, start: int) -> bool:
+    """Nothing of a word, number or address before ``start`` (a JSON `\\n` escape is a boundary)."""
+    if start == 0 or text[start - 1] not in _ADDRESS_CHARS:
+        return True
+    return start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrt"
+
+
+_ADDRESS_CHARS = frozenset(string.ascii_letters + string.digits + "_.\\")
+
+
+def find_public_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    for start, end, address in _ipv4_candidates(text):
+        if address.is_global and str(address) not in _WELL_KNOWN_ADDRESSES:
+            yield start, end
+
+
+def public_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
+    try:  # documentation (2001:db8::/32), loopback, unique-local and link-local are not global
+        return ipaddress.IPv6Address(hit.value.split("%", 1)[0]).is_global
+    except ValueError:
+        return False
+
+
+_GENERIC_ACCOUNTS = frozenset(
+    """root admin administrator user users runner runneradmin ubuntu debian ec2-user vscode node app dev
+    developer build builder ci git jenkins docker guest default public shared share home test tester nobody
+    www-data codespace codespaces data project projects work src code repos workspace workspaces tmp temp
+    backup storage media docs files apps opt local lib bin""".split()
+)
+_POSIX_HOME = re.compile(r"/(?:home|Users)/([A-Za-z0-9._-]{3,64})")
+_WINDOWS_HOME = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]:(?:\\{1,4}|/)Users(?:\\{1,4}|/)([A-Za-z0-9._-]{3,64})")
+
+
+@lru_cache(maxsize=1)
+def local_account() -> str:
+    """The account running kb: the name most likely to appear in its own transcripts."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a container)
+        return ""
+
+
+@lru_cache(maxsize=64)
+def _standing_names(configured: tuple[str, ...], account: str) -> tuple[str, ...]:
+    return tuple({n.lower() for n in (*configured, account) if _is_private_name(n)})
+
+
+def _is_private_name(name: str) -> bool:
+    return len(name) >= 3 and name.lower() not in _GENERIC_ACCOUNTS
+
+
+def private_names(text: str, config: RedactionConfig) -> set[str]:
+    """Configured names, the local account, and the owners of home directories in ``text``."""
+    lower = text.lower()
+    names = {n for n in _standing_names(config.private_names, local_account()) if n in lower}
+    homes = [_POSIX_HOME] if "/home/" in lower or "/users/" in lower else []
+    if ":\\" in lower or ":/users" in lower:
+        homes.append(_WINDOWS_HOME)
+    for pattern in homes:
+        names.update(m.group(1).lower() for m in pattern.finditer(text) if _is_private_name(m.group(1)))
+    return names
+
+
+def find_private_names(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    names = private_names(text, config)
+    if not names:
+        return
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(?:" + alternation + r")(?![A-Za-z0-9_])", re.IGNORECASE)
+    for match in pattern.finditer(text):
+        yield match.start(), match.end()
+
+
+def find_private_domains(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+    domains = [d.strip(".").lower() for d in config.private_domains if d.strip(".")]
+    lower = text.lower()
+    domains = [d for d in domains if d in lower]
+    if not domains:
+        return
+    alternation = "|".join(re.escape(d) for d in sorted(domains, key=len, reverse=True))
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9-]{1,63}\.){0,10}(?:" + alternation + r")(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
+        re.IGNORECASE,
+    )
+    for match in pattern.finditer(text):
+        yield match.start(), match.end()
