@@ -81,7 +81,21 @@ def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
         name = hit.group("name").lower()
         if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
             return False
+        if _is_type_annotation(hit, stripped):
+            return False
     return not is_reference(stripped, hit.following)
+
+
+_TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
+
+
+def _is_type_annotation(hit: Candidate, value: str) -> bool:
+    """`token: CachedLedger,` / `(token: Token)` / `token: Token = None`: a parameter's type."""
+    text = hit.match.string
+    if not _TYPE_NAME.fullmatch(value) or ":" not in text[hit.match.end("name"):hit.start]:
+        return False
+    rest = text[hit.end:hit.end + 8].lstrip(" ")
+    return rest[:1] in (",", ")", ";", "|", ">", "]", "=")
 
 
 def shannon_entropy(value: str) -> float:

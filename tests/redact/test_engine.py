@@ -35,7 +35,8 @@ CODE_SURVIVORS = [
     'headers = {"Authorization": f"Bearer {token}"}', 'headers["Authorization"] = "Bearer " + token',
     "password: z.string().min(8)", "api_key: SecretStr = Field(default=None)", "token: Optional[str] = None",
     'def login(password: str = "") -> None:', "secret = get_secret()", "TOKEN=$(gh auth token)",
-    "if token == expected_token:",
+    "if token == expected_token:", "def validate(token: CachedLedger, *, strict: bool = False) -> None:",
+    "export async function parse(token: MergedSession, opts: Options) {", "def f(secret: Secret = None): ...",
 ]
 
 
