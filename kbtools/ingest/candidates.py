@@ -25,6 +25,7 @@ from pathlib import Path
 
 from kbtools.ingest.control_plane import WORD_SEPARATORS, is_internal_text, technical_signals, words_of
 from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
+from kbtools.ingest.ledger import CANDIDATE_FIELDS, ordered
 
 MIN_TURN_CHARS = 120
 SNIPPET_CHARS = 500
@@ -448,8 +449,6 @@ def build_candidates(
     require_signal: bool = True,
 ) -> CandidateBatch:
     """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
-    from kbtools.ingest.ledger import candidate_row
-
     out: list[dict[str, object]] = []
     budget = max_text
     truncated = False
@@ -472,28 +471,39 @@ def build_candidates(
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
             labels = _unique((label for r in members for label in r.labels), 64)
             out.append(
-                candidate_row(
-                    fields,
-                    confidence=confidence,
-                    candidate_id=candidate_id(meta.source_key, fp, turn_index, chunk_index),
-                    meta=meta,
-                    text=text,
-                    summary=" ".join(text.split())[:SUMMARY_CHARS],
-                    language="zh" if _CJK.search(text) else "und",
-                    created_at=members[0].created_at or meta.created_at,
-                    updated_at=members[-1].created_at or meta.updated_at,
-                    note_matches=matches,
-                    redactions=labels,
-                    scores={
+                ordered({
+                    **fields,
+                    "topic": " / ".join(words[:3]) or "uncategorized",
+                    "confidence": confidence,
+                    "source_refs": [meta.source_key],
+                    "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
+                    "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                    "source_key": meta.source_key,
+                    "session_key": meta.session_key,
+                    "project_key": meta.project_key,
+                    "tool": meta.tool,
+                    "record_type": meta.record_type,
+                    "format": meta.format,
+                    "text": text,
+                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                    "language": "zh" if _CJK.search(text) else "und",
+                    "created_at": members[0].created_at or meta.created_at,
+                    "updated_at": members[-1].created_at or meta.updated_at,
+                    "note_matches": matches,
+                    "redactions": labels,
+                    "conclusion_status": "unverified_inference",
+                    "scores": {
                         "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
                         "confidence": confidence,
                         "novelty": 0.3 if matches else 0.7,
                     },
-                    topic_keys=words[:5],
-                    fingerprint=fp,
-                    turn_index=turn_index,
-                    chunk_index=chunk_index,
-                )
+                    "decision": "jotting",
+                    "topic_keys": words[:5],
+                    "fingerprint": fp,
+                    "duplicate_of": "",
+                    "turn_index": turn_index,
+                    "chunk_index": chunk_index,
+                }, CANDIDATE_FIELDS)
             )
         if truncated:
             break

@@ -85,39 +85,6 @@ Row = dict[str, Any]
 # --------------------------------------------------------------------------- rows
 
 
-def candidate_row(fields: Mapping[str, object], *, meta: Any, topic_keys: Sequence[str], **values: object) -> Row:
-    """A candidate in ledger field order (``meta`` is a ``candidates.SourceMeta``)."""
-    words = list(topic_keys)
-    row: Row = {
-        "topic": " / ".join(words[:3]) or "uncategorized",
-        **{k: fields.get(k, [] if k not in ("user_goal", "root_cause", "final_solution") else "")
-           for k in KNOWLEDGE_FIELDS[1:21]},
-        "confidence": values.pop("confidence"),
-        "source_refs": [meta.source_key],
-        "existing_kb_status": "",
-        "candidate_id": values.pop("candidate_id"),
-        "source_key": meta.source_key,
-        "session_key": meta.session_key,
-        "project_key": meta.project_key,
-        "tool": meta.tool,
-        "record_type": meta.record_type,
-        "format": meta.format,
-    }
-    matches = list(values["note_matches"])  # type: ignore[call-overload]
-    row["existing_kb_status"] = f"matched:{','.join(matches)}" if matches else "not_matched"
-    for name in ("text", "summary", "language", "created_at", "updated_at", "note_matches", "redactions"):
-        row[name] = values.pop(name)
-    row["conclusion_status"] = "unverified_inference"
-    row["scores"] = values.pop("scores")
-    row["decision"] = "jotting"
-    row["topic_keys"] = words
-    row["fingerprint"] = values.pop("fingerprint")
-    row["duplicate_of"] = ""
-    row["turn_index"] = values.pop("turn_index")
-    row["chunk_index"] = values.pop("chunk_index")
-    return row
-
-
 def rejected_row(rejection_id: str, source_key: str, reason: str, run_at: str) -> Row:
     return {"rejection_id": rejection_id, "source_key": source_key, "reason": reason, "run_at": run_at}
 
