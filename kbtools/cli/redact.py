@@ -32,12 +32,15 @@ def register(app: typer.Typer) -> None:
 
         redactor = Redactor(_redaction_config(root))
         stdin = _utf8(sys.stdin)
+        stdout = sys.stdout
+        if hasattr(stdout, "reconfigure"):  # UTF-8 out whatever the locale, like the input
+            stdout.reconfigure(encoding="utf-8", errors="replace")
         if jsonl:
             for line in redact_jsonl(redactor, stdin):
-                sys.stdout.write(line)
+                stdout.write(line)
         else:
-            sys.stdout.write(redactor.redact(stdin.read()).text)
-        sys.stdout.flush()
+            stdout.write(redactor.redact(stdin.read()).text)
+        stdout.flush()
         return 0
 
 

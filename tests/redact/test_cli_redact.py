@@ -49,3 +49,9 @@ def test_invalid_utf8_on_stdin_is_not_a_crash(tmp_path):
     result = run_kb_process("redact", cwd=tmp_path, stdin=b"ok \xff\xfe password=hunter2\n")
     assert result.code == 0
     assert "hunter2" not in result.out and "<REDACTED_PASSWORD>" in result.out
+
+
+def test_non_ascii_text_passes_through_under_an_ascii_locale(tmp_path):
+    env = {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    result = run_kb_process("redact", cwd=tmp_path, stdin="中文 /home/alice/x\n".encode(), env=env)
+    assert result.code == 0 and result.out == "中文 <PRIVATE_PATH>\n"
