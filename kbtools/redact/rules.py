@@ -5,7 +5,7 @@ Order: the ingest contract's categories and placeholders in the contract's order
 Bearer/Basic and GitHub/Slack tokens, token/secret assignments, password
 assignments, e-mail and ``user@host``, private hosts, paths), then what the
 contract missed (JWT, Google, GitHub fine-grained, GitLab, npm, Stripe, Slack app,
-Anthropic and OpenAI project keys; public addresses, dotless URL hosts, people's
+Anthropic and OpenAI project keys, Hugging Face, PyPI, SendGrid, webhook URLs; public addresses, dotless URL hosts, people's
 names, private domains; high-entropy values under secret-looking names).
 
 Each rule marks the *whole* secret as its span — for an assignment the whole value
@@ -511,6 +511,46 @@ RULES: tuple[Rule, ...] = (
         pattern=START + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,512}+",
         true_positives=(("sk" + "-proj-" + fill(100), fill(100)),),
         false_positives=("sk-proj- prefix",),
+    ),
+    Rule(
+        id="huggingface-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="Hugging Face access token `hf_…`",
+        keywords=("hf_",),
+        pattern=START + r"hf_[A-Za-z0-9]{34,40}" + END,
+        true_positives=(("HF_TOKEN=hf" + "_" + fill(34, 2), fill(34, 2)),),
+        false_positives=("hf_hub_download(repo_id)", "the hf_ prefix"),
+    ),
+    Rule(
+        id="pypi-token", placeholder=TOKEN, category=CREDENTIAL,
+        description="PyPI upload token `pypi-AgEIcHlwaS5vcmc…` (a macaroon for pypi.org)",
+        keywords=("pypi-ageichlwas5vcmc",),
+        pattern=START + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,1024}+",
+        true_positives=(("password = py" + "pi-AgEIcHlwaS5vcmc" + fill(60, 3), fill(60, 3)),),
+        false_positives=("pypi-AgEIcHlwaS5vcmc short",),
+    ),
+    Rule(
+        id="sendgrid-api-key", placeholder=API_KEY, category=CREDENTIAL,
+        description="SendGrid API key `SG.<22>.<43>`",
+        keywords=("sg.",),
+        pattern=START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + r"(?![A-Za-z0-9_-])",
+        true_positives=(("SG" + "." + fill(22, 1) + "." + fill(43, 4), fill(43, 4)),),
+        false_positives=("SG.short.value", "config.SG.x"),
+    ),
+    Rule(
+        id="webhook-url", placeholder=TOKEN, category=CREDENTIAL,
+        description="a webhook URL whose path is the credential (Slack `hooks.slack.com/services/…`, "
+        "Discord `discord.com/api/webhooks/…`); the whole URL",
+        keywords=("hooks.slack.com/", "/api/webhooks/"),
+        pattern=(
+            r"(?:https?://)?(?:hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,256}+"
+            r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{5,30}/[A-Za-z0-9_-]{20,256}+)"
+        ),
+        true_positives=(
+            ("post to https://hooks.slack.com/services/T0" + fill(8) + "/B0" + fill(8, 2) + "/" + fill(24, 5),
+             fill(24, 5)),
+            ("https://discord.com/api/webhooks/123456789012345678/" + fill(60, 6), fill(60, 6)),
+        ),
+        false_positives=("see https://api.slack.com/messaging/webhooks", "hooks.slack.com/services/ docs"),
     ),
     Rule(
         id="public-ipv4", placeholder=HOST, category=HOST_CATEGORY,

@@ -101,12 +101,33 @@ SECRET_FAMILIES: dict[str, SecretFamily] = {
     "openai-project": SecretFamily(
         lambda r: "sk" + "-proj-" + rand(r, B64URL, 120), "OPENAI_PROJECT_VALUE", "openai-project-key",
         "<REDACTED_API_KEY>"),
+    "huggingface": SecretFamily(
+        lambda r: "hf" + "_" + rand(r, ALNUM, 34), "HF_HUB_VALUE", "huggingface-token", "<REDACTED_TOKEN>"),
+    "pypi": SecretFamily(
+        lambda r: "py" + "pi-AgEIcHlwaS5vcmc" + rand(r, B64URL, 70), "TWINE_VALUE", "pypi-token", "<REDACTED_TOKEN>"),
+    "sendgrid": SecretFamily(
+        lambda r: "SG" + "." + rand(r, B64URL, 22) + "." + rand(r, B64URL, 43), "MAIL_VALUE", "sendgrid-api-key",
+        "<REDACTED_API_KEY>"),
+    "slack-webhook": SecretFamily(
+        lambda r: "https://hooks.slack.com/services/T" + rand(r, UPPER_DIGITS, 10) + "/B" + rand(r, UPPER_DIGITS, 10)
+        + "/" + rand(r, ALNUM, 24), "ALERTS_HOOK_URL", "webhook-url", "<REDACTED_TOKEN>"),
     # No shape of its own: caught because of the name it is assigned to.
     "high-entropy-secret": SecretFamily(
         lambda r: rand(r, B64, 40), "AWS_SECRET_ACCESS_KEY", "secret-name-high-entropy", "<REDACTED_TOKEN>"),
     "password": SecretFamily(
         lambda r: rand(r, ALNUM, r.randrange(10, 20)), "DB_PASSWORD", "password-assignment", "<REDACTED_PASSWORD>"),
 }
+
+
+def surviving_fragments(secret: str, text: str, width: int = 12) -> list[str]:
+    """Runs of ``width`` characters of ``secret`` (within one line) still present in ``text``:
+    empty when the secret is gone — also when only part of it was redacted, none survives."""
+    found = []
+    for line in secret.splitlines():
+        for i in range(len(line) - width + 1):
+            if line[i:i + width] in text:
+                found.append(line[i:i + width])
+    return found
 
 
 def make_secret(family: str, rng: random.Random | int | None = None) -> str:
