@@ -417,22 +417,20 @@ def _iso(moment: datetime) -> str:
     return iso_time(moment.timestamp() * 1000)
 
 
-def load_derived_filter(request: IngestRequest) -> tuple[Any, dict[str, Any], list[str]]:
-    """(filter or None, settings for the summary, warnings)."""
+def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any, dict[str, Any], list[str]]:
+    """(filter or None, settings for the summary, warnings); paths in them are redacted."""
     if not request.derived_filter or not request.config.derived.enabled:
         return None, {"enabled": False, "reason": "disabled"}, [
             "derived filter DISABLED: transcripts that quote the wiki's own pages are ingested as evidence"
         ]
-    try:
-        from kbtools.derived.filter import DerivedFilter
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return None, {"enabled": False, "reason": "unavailable"}, ["derived filter unavailable"]
+    from kbtools.derived.filter import DerivedFilter
+
     derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold)
-    settings = dict(derived.settings)
+    settings = {k: redactor.redact(v).text if isinstance(v, str) else v for k, v in derived.settings.items()}
     settings.setdefault("enabled", True)
     settings.setdefault("threshold", derived.threshold)
     settings.setdefault("artifact_count", derived.artifact_count)
-    return derived, settings, list(derived.warnings)
+    return derived, settings, [redactor.redact(w).text for w in derived.warnings]
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -447,7 +445,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     run_at = _iso(started)
     config = request.config
     redactor = Redactor(config.redaction)
-    derived, derived_settings, warnings = load_derived_filter(request)
+    derived, derived_settings, warnings = load_derived_filter(request, redactor)
     out = request.output_dir
     lock = ledger.IngestLock(out) if request.write else None
     prior = PriorState()

@@ -323,8 +323,9 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     omp_session(env)
     config, layout = open_kb(env.root)
     settings = sources.resolve_settings(config, {"omp_sessions": env.omp})
-    derived, _, _ = load_derived_filter(IngestRequest(config, layout, settings, env.out))
-    ctx = ProcessContext(settings, Redactor(config.redaction), derived, NoteIndex.load(layout.note_root), {},
+    redactor = Redactor(config.redaction)
+    derived, _, _ = load_derived_filter(IngestRequest(config, layout, settings, env.out), redactor)
+    ctx = ProcessContext(settings, redactor, derived, NoteIndex.load(layout.note_root), {},
                          8_000, 120_000, "2026-01-01T00:00:00.000Z")
     (ref,) = [r for r in sources.discover_all(settings) if r.tool == "omp"]
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
