@@ -207,3 +207,33 @@ def test_keyword_index_finds_what_one_by_one_search_finds(text):
     fallback = KeywordIndex(index.single + index.multi)
     fallback._automaton = None
     assert fallback.present(lower) == index.present(lower)
+
+
+_KEYS = st.sampled_from(["password", "token", "api_key", "apiKey", "cookie", "secret", "AWS_SECRET_ACCESS_KEY",
+                         "path", "note", "user", "url", "host", "Authorization"])
+_VALUES = st.one_of(
+    st.text(alphabet=st.sampled_from(list('ab1Z/\\\\"\' :@.~-_<>{}[],\n\t') + ["中", "\u2028"]), max_size=30),
+    st.sampled_from(["/home/bob/x", "bob@example.com", "10.0.0.2", "Bearer abcDEF123456789", "::1", "C:\\Users\\bob",
+                     "https://u:p@h.example/x", "~/.ssh/id_rsa", "${TOKEN}"]),
+    st.integers(), st.booleans(), st.none(),
+)
+_JSON = st.recursive(st.dictionaries(_KEYS, _VALUES, max_size=4), lambda inner: st.dictionaries(_KEYS, inner, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_valid_json_stays_valid_json_and_keeps_its_keys(document):
+    for encoded in (json.dumps(document), json.dumps(document, ensure_ascii=False),
+                    json.dumps({"content": json.dumps(document)})):
+        out = redact(encoded).text
+        decoded = json.loads(out)
+        if encoded.startswith('{"content"'):
+            decoded = json.loads(decoded["content"])
+        assert _keys(decoded) == _keys(document)
+
+
+def _keys(node):
+    if isinstance(node, dict):
+        return {k: _keys(v) for k, v in node.items()}
+    return None
