@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
     @app.command("redact")
     def redact(
         jsonl: Annotated[bool, typer.Option(
-            "--jsonl", help='Each input line is {"text": …}; each output line {"text": redacted, "redactions": [labels]}.',
+            "--jsonl",
+            help='Each input line is {"text": …}; each output line {"text": redacted, "redactions": [labels]}.',
         )] = False,
         root: RootOption = None,
     ) -> int:

@@ -34,7 +34,8 @@ def secret_problems(changes: Iterable[tuple[str, Iterable[tuple[int, str]]]]) ->
                 if key in seen:
                     continue
                 seen.add(key)
-                problems.append(Problem(check=CHECK, message=f"secret in {rel}:{line} ({hit.kind})", path=rel, line=line))
+                message = f"secret in {rel}:{line} ({hit.kind})"  # never the secret itself
+                problems.append(Problem(check=CHECK, message=message, path=rel, line=line))
     problems.sort(key=lambda p: (p.path or "", p.line or 0, p.message))
     return problems
 

@@ -143,6 +143,11 @@ def sk_key(hit: Candidate, config: RedactionConfig) -> bool:
     return _has_mixed_classes(hit.value[3:])  # `sk-learn-compatible-…` is kebab-case prose
 
 
+def not_a_number(hit: Candidate, config: RedactionConfig) -> bool:
+    """`-u 1000:1000` is a uid:gid, not a user and password; `$PASS` is a reference."""
+    return not hit.value.isdigit() and not is_reference(hit.value, hit.following)
+
+
 def not_a_word(hit: Candidate, config: RedactionConfig) -> bool:
     return _has_mixed_classes(hit.value)
 

@@ -5,8 +5,9 @@ Order: the ingest contract's categories and placeholders in the contract's order
 Bearer/Basic and GitHub/Slack tokens, token/secret assignments, password
 assignments, e-mail and ``user@host``, private hosts, paths), then what the
 contract missed (JWT, Google, GitHub fine-grained, GitLab, npm, Stripe, Slack app,
-Anthropic and OpenAI project keys, Hugging Face, PyPI, SendGrid, webhook URLs; public addresses, dotless URL hosts, people's
-names, private domains; high-entropy values under secret-looking names).
+Anthropic and OpenAI project keys, Hugging Face, PyPI, SendGrid, webhook URLs, command-line
+and .netrc passwords; public addresses, dotless URL hosts, people's names, private domains;
+high-entropy values under secret-looking names).
 
 Each rule marks the *whole* secret as its span — for an assignment the whole value
 (the key and the quotes stay, so JSON stays JSON), for a token the whole token —
@@ -38,7 +39,7 @@ from functools import cached_property
 from kbtools.config import RedactionConfig
 from kbtools.redact.checks import (
     Candidate, email_not_a_file, file_url_not_public, find_private_domains, find_private_ipv4, find_private_keys,
-    find_private_names, find_public_ipv4, is_credential_value, login_at_host, not_a_word, not_public_path,
+    find_private_names, find_public_ipv4, is_credential_value, login_at_host, not_a_number, not_a_word, not_public_path,
     private_ipv6, public_ipv6, secret_name_high_entropy, sk_key, url_password,
 )
 
@@ -340,7 +341,10 @@ RULES: tuple[Rule, ...] = (
         id="email", placeholder=EMAIL, category=IDENTITY,
         description="e-mail address",
         keywords=("@",), anchor=LOCAL_CHARS,
-        pattern=_LOCAL_START + r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}" + END,
+        pattern=(
+            _LOCAL_START + r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}"
+            r"\.[A-Za-z]{2,24}" + END
+        ),
         accept=email_not_a_file,
         true_positives=(("mail alice@example.com now", "alice@example.com"),
                         ("中文me@x.org", "me@x.org")),
@@ -350,7 +354,10 @@ RULES: tuple[Rule, ...] = (
         id="login-at-host", placeholder=EMAIL, category=IDENTITY,
         description="`user@host` (not `pkg@version`, `pkg@latest`, `action@v4`)",
         keywords=("@",), anchor=LOCAL_CHARS,
-        pattern=_LOGIN_START + r"[A-Za-z0-9._-]{1,64}@(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9_-]{1,63})(?![A-Za-z0-9_@-]|\.[A-Za-z0-9])",
+        pattern=(
+            _LOGIN_START + r"[A-Za-z0-9._-]{1,64}@(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9_-]{1,63})"
+            r"(?![A-Za-z0-9_@-]|\.[A-Za-z0-9])"
+        ),
         accept=login_at_host,
         true_positives=(("ssh user@buildbox", "user@buildbox"), ("root@10.0.0.7", "root")),
         false_positives=("astro@latest", "vitest@3", "react@18.2.0", "actions/checkout@v4", "pkg@next",
@@ -553,6 +560,31 @@ RULES: tuple[Rule, ...] = (
         false_positives=("see https://api.slack.com/messaging/webhooks", "hooks.slack.com/services/ docs"),
     ),
     Rule(
+        id="command-line-password", placeholder=PASSWORD, category=CREDENTIAL,
+        description="a password on a command line: `curl -u user:pass`, `--user user:pass`, `sshpass -p pass`",
+        keywords=("-u", "--user", "sshpass"),
+        pattern=(
+            r"(?<![A-Za-z0-9_-])(?:(?:-u|--user)[ \t=]{1,4}['\"]?[A-Za-z0-9._@+-]{1,128}:"
+            r"|sshpass[ \t]{1,4}-p[ \t]{0,4}['\"]?)(?P<password>[^\s'\"]{1,256}+)"
+        ),
+        groups=("password",), accept=not_a_number,
+        true_positives=(("curl -u admin:" + "s3cr3t-" + fill(6) + " https://x.example", "s3cr3t-"),
+                        ("sshpass -p '" + fill(10, 3) + "' ssh host", fill(10, 3))),
+        false_positives=("docker run -u 1000:1000 img", "git push -u origin main", "curl -u \"$USER:$PASS\" x"),
+    ),
+    Rule(
+        id="netrc-password", placeholder=PASSWORD, category=CREDENTIAL,
+        description="the password of a `.netrc` entry (`machine h login u password p`)",
+        keywords=("machine",),
+        pattern=(
+            r"(?<![A-Za-z0-9_-])machine[ \t]+\S{1,253}[ \t]+login[ \t]+\S{1,128}[ \t]+password[ \t]+"
+            r"(?P<password>\S{1,256})"
+        ),
+        groups=("password",), accept=is_credential_value,
+        true_positives=(("machine api.example.com login bot password " + fill(16, 7), fill(16, 7)),),
+        false_positives=("the machine login password prompt", "machine x login y password $NETRC_PW"),
+    ),
+    Rule(
         id="public-ipv4", placeholder=HOST, category=HOST_CATEGORY,
         description="public IPv4 addresses (a transcript's addresses are its owner's servers); not "
         "`0.0.0.0`, netmasks, documentation ranges or well-known public resolvers (`8.8.8.8`, `1.1.1.1`)",
@@ -620,7 +652,8 @@ RULES: tuple[Rule, ...] = (
             ('{"signing_key": "' + fill(32, 9) + '"}', fill(32, 9)),
         ),
         false_positives=(
-            "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b", "idempotency_key=0b7d8c2e-1f3a-4b5c-9d6e-7f8a9b0c1d2e",
+            "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
+            "idempotency_key=0b7d8c2e-1f3a-4b5c-9d6e-7f8a9b0c1d2e",
             "public_key: " + fill(40), "primary_key=id", "sort_key = 'created_at_desc_order_index'",
             "key_version=1.2.3-beta.4",
         ),
