@@ -76,3 +76,47 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
     assert summary["processed"] == SESSIONS
     assert not list(env.out.glob("*.partial.jsonl")) and not list(env.out.glob(".*.tmp"))
     assert ledgers(env.out) == ledgers(reference_out)
+
+
+def _grow(env: IngestEnv, pattern: str) -> None:
+    for path in sorted(env.omp.glob(pattern)):
+        with path.open("a") as fh:
+            fh.write('{"type":"message","message":{"role":"user","content":[{"type":"text",'
+                     '"text":"And the tests of the fix pass?"}]}}\n')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [0.55, 0.7, 0.85, 1.0])
+def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
+    env: IngestEnv, tmp_path: Path, fraction: float
+) -> None:
+    for i in range(300):
+        write_omp_session(env.omp, [
+            user(f"Job {i}: the Docker build fails with a config error after the upgrade to {i}.0."),
+            assistant(f"The root cause of job {i} is a stale cache layer; the fix is to rebuild and rerun the tests."),
+        ], session_id=f"job-{i:03d}", dir_name=f"j{i:03d}")
+    reference_out = tmp_path / "reference"
+    env.run("--output-dir", str(reference_out))
+    env.run()  # an earlier complete ledger, so the killed run has prior state to rewrite
+    _grow(env, "j[01]*/*.jsonl")  # a third of the sessions grow
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "kbtools", *env.args("--output-dir", str(reference_out))],
+                   check=True, stdout=subprocess.DEVNULL)
+    duration = time.monotonic() - started
+
+    proc = subprocess.Popen([sys.executable, "-m", "kbtools", *env.args()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(duration * fraction)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    # The kill lands before, during (journal, temp files, renames) or after the run.
+    finished = not list(env.out.glob("*.partial.jsonl")) and ledgers(env.out) == ledgers(reference_out)
+    if finished:  # it completed before the kill: compare the reruns of both
+        env.run("--output-dir", str(reference_out))
+
+    env.run()
+    got, want = ledgers(env.out), ledgers(reference_out)
+    for name in got:
+        diff = [(a, b) for a, b in zip(got[name], want[name]) if a != b]
+        assert not diff and len(got[name]) == len(want[name]), (name, [
+            {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)} for a, b in diff[:3]])
