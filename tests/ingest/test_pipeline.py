@@ -352,3 +352,17 @@ def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: Ingest
     # The same unit read cleanly gives its candidate.
     unit.error = ""
     assert len(build_rows(unit, meta, "", ctx).candidates) == 1
+
+
+def test_the_same_session_at_two_paths_is_one_source(env: IngestEnv) -> None:
+    path = omp_session(env)
+    copy = env.omp / "moved" / path.name
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    summary, _ = env.run()
+    assert summary["discovered"] >= 2
+    (row,) = env.rows("manifest", tool="omp")
+    assert summary["candidates"] == 1 and env.rows("candidates")[0]["source_key"] == row["source_key"]
+    path.unlink()  # moved: still the same source, reused
+    summary, _ = env.run()
+    assert summary["unchanged"] == 1 and summary["processed"] == 0
