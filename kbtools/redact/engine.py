@@ -1,9 +1,12 @@
 """The redaction engine: keyword prefilter → spans → merge → one replacement per span.
 
-All rules look at the *original* text (never at another rule's output), so the
-order of rules cannot make one placeholder swallow another, and a secret is
-replaced exactly once. Overlapping hits merge into one span; the placeholder is
-that of the longest hit in it (the earliest rule on a tie).
+One pass of the keyword index tells which rules can match at all; those rules look
+at the same text (never at another rule's output), so the order of rules cannot make
+one placeholder swallow another, and a secret is replaced exactly once. Overlapping
+hits merge into one span; the placeholder is that of the longest hit in it (the
+earliest rule on a tie). When a placeholder lands next to something other than a
+plain delimiter, the output is checked again, so that redacting it twice changes
+nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ _MAX_PASSES = 4
 @dataclass(frozen=True)
 class Redacted:
     text: str
-    labels: tuple[str, ...]  # placeholders applied, in the order they first appear in `text`
+    labels: tuple[str, ...]  # placeholders applied, each once, in first-hit order (text order)
 
 
 @dataclass(frozen=True)
