@@ -433,6 +433,42 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
     return derived, settings, [redactor.redact(w).text for w in derived.warnings]
 
 
+# Outcomes a worker pool may run ahead of the ledger writer, per worker.
+WORKER_WINDOW = 4
+_worker_context: ProcessContext | None = None
+
+
+def _init_worker(ctx: ProcessContext) -> None:
+    global _worker_context
+    _worker_context = ctx
+
+
+def _process_in_worker(ref: SourceRef) -> UnitOutcome:
+    assert _worker_context is not None
+    return process_unit(ref, _worker_context)
+
+
+def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int) -> Iterator[UnitOutcome]:
+    """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
+    duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
+    at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory stays bounded."""
+    if jobs <= 1:
+        for ref in refs:
+            yield process_unit(ref, ctx)
+        return
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx,)) as pool:
+        window: deque[Future[UnitOutcome]] = deque()
+        for ref in refs:
+            window.append(pool.submit(_process_in_worker, ref))
+            if len(window) >= jobs * WORKER_WINDOW:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     from kbtools.ingest import sources
 
@@ -463,9 +499,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         counts = Counts()
         dedup = Deduplicator()
         state = _RunState(run_id, request, sink, counts, dedup, redactor)
-        for ref in discover(request.settings):
+        for outcome in outcomes(discover(request.settings), ctx, request.jobs):
             counts.discovered += 1
-            outcome = process_unit(ref, ctx)
             state.take(outcome, prior, run_at)
             if counts.discovered % PARTIAL_EVERY == 0:
                 state.persist()

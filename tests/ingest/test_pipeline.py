@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
+from pathlib import Path
 
 import pytest
 
 from kbtools.redact import REDACTION_VERSION
-from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, tech_turn
+from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_jsonl, tech_turn
 from tests.testing.cli import run_kb
 from tests.testing.sessions import assistant, user, write_lines, write_omp_advisor, write_omp_session
 
@@ -366,3 +367,17 @@ def test_the_same_session_at_two_paths_is_one_source(env: IngestEnv) -> None:
     path.unlink()  # moved: still the same source, reused
     summary, _ = env.run()
     assert summary["unchanged"] == 1 and summary["processed"] == 0
+
+
+def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Path) -> None:
+    for i in range(12):
+        write_omp_session(env.omp, [user(f"{TECH_PROMPT} ({i})"), assistant(TECH_ANSWER)], session_id=f"s{i}")
+    write_omp_session(env.omp, tech_turn(), session_id="dup")
+    write_omp_session(env.omp, tech_turn(), session_id="dup2")  # same turn: marked as a duplicate
+    one, two = tmp_path / "one", tmp_path / "two"
+    env.run("--output-dir", str(one))
+    summary, _ = env.run("--output-dir", str(two), "--jobs", "2")
+    assert summary["processed"] == 14 and summary["duplicates"] == 1
+    for name in ("manifest", "candidates", "rejected", "events"):
+        strip = [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(one / f"{name}.jsonl")]
+        assert strip == [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(two / f"{name}.jsonl")]
