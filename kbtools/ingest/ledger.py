@@ -55,7 +55,7 @@ PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
 MANIFEST_FIELDS = (
     "source_key", "tool", "record_type", "project_key", "session_hash", "created_at", "updated_at",
     "format", "content_hash", "parse_status", "redaction_status", "candidate_count", "article_slugs",
-    "skip_reason", "error", "truncated", "run_at",
+    "skip_reason", "error", "truncated", "locator_key", "stat_key", "run_at",
 )
 
 # The reference's 24 knowledge fields, then metadata. Dropped from the reference:
@@ -87,6 +87,13 @@ Row = dict[str, Any]
 
 def rejected_row(rejection_id: str, source_key: str, reason: str, run_at: str) -> Row:
     return {"rejection_id": rejection_id, "source_key": source_key, "reason": reason, "run_at": run_at}
+
+
+def stat_json(stat_key: Any) -> str:
+    """A source version as compact JSON ("" for none): equal strings, equal versions."""
+    if stat_key is None or isinstance(stat_key, str) or not isinstance(stat_key, (list, tuple)):
+        return ""
+    return json.dumps(list(stat_key), separators=(",", ":"))
 
 
 def ordered(row: Mapping[str, Any], fields: Sequence[str]) -> Row:
@@ -202,6 +209,10 @@ class PriorSource:
     location: tuple[int, int]  # (file number, byte offset)
     complete: bool = False
     from_journal: bool = False  # written by an interrupted run, not yet final
+    # The stat cache: which locator (hashed) this row was read from, and the
+    # version read (compact JSON), so an unchanged file is reused unread.
+    locator_key: str = ""
+    stat_key: str = ""
 
 
 @dataclass
@@ -213,6 +224,7 @@ class PriorState:
     """
 
     by_identity: dict[str, list[PriorSource]] = field(default_factory=dict)
+    by_locator: dict[str, PriorSource] = field(default_factory=dict)
     rows: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
     malformed: int = 0
     has_partial: bool = False
@@ -257,6 +269,9 @@ class PriorState:
         self.by_identity = {**main_groups, **partial_groups}
         for identity, group in self.by_identity.items():
             self.by_identity[identity] = [self._with_completeness(d) for d in group]
+        self.by_locator = {
+            d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
+        }
 
     def _with_completeness(self, digest: PriorSource) -> PriorSource:
         # Complete: every promised candidate is there, and a source without
@@ -290,6 +305,8 @@ class PriorState:
                 session_hash=row["session_hash"],
                 location=(number, offset),
                 from_journal=journal,
+                locator_key=row.get("locator_key") or "",
+                stat_key=stat_json(row.get("stat_key")),
             )
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):

@@ -57,6 +57,8 @@ from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 PARTIAL_EVERY = 100
+# Files modified this close to the run's start are read again next time (see _cacheable).
+RACY_NS = 2_000_000_000
 ERROR_CHARS = 300
 HINDSIGHT_CONFIDENCE = 0.55
 
@@ -91,16 +93,23 @@ class ProcessContext:
     max_candidate: int
     max_text: int
     run_at: str
+    by_locator: Mapping[str, PriorSource] = field(default_factory=dict)
+    # A file modified after this (ns since the epoch) may change again within
+    # its mtime granularity: its version is not cached (git's "racy" entries).
+    racy_after_ns: int = 0
 
 
 @dataclass(frozen=True)
 class UnitOutcome:
     identity: str
     source_key: str
-    created_at: str
-    updated_at: str
+    created_at: str | None  # None: keep the prior row's (the source was not read)
+    updated_at: str | None
     reuse: PriorSource | None = None  # take the prior rows of this entry
     rows: SourceRows | None = None  # or these fresh ones
+    locator_key: str = ""
+    stat_key: list[Any] | None = None  # the version read, for the stat cache
+    unread: bool = False  # reused by the stat cache without reading the source
 
     @property
     def failed(self) -> bool:
@@ -120,6 +129,7 @@ class Counts:
     errors: int = 0
     derived_excluded: int = 0
     truncated_sources: int = 0
+    reused_unread: int = 0
     carried_forward: int = 0
     pruned: int = 0
     internal_filtered: int = 0
@@ -148,9 +158,24 @@ class IngestSummary:
 
 
 def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
-    """Load one source and either point at its reusable prior entry or build its rows."""
+    """Load one source and either point at its reusable prior entry or build its rows.
+
+    The stat cache comes first: a source whose locator and version (size, mtime,
+    inode; a DB session's row versions) equal those recorded with a reusable
+    prior entry is reused without being read, as git's index does.
+    """
     from kbtools.ingest import sources
 
+    locator_key = sha256_hex(f"{ref.tool}\0{ref.locator}")
+    cached = ctx.by_locator.get(locator_key)
+    if (
+        cached is not None
+        and ref.stat_key is not None
+        and cached.stat_key == ledger.stat_json(ref.stat_key)
+        and reusable(cached, cached.error)
+    ):
+        return UnitOutcome(cached.identity, cached.source_key, None, None, reuse=cached,
+                           locator_key=locator_key, stat_key=list(ref.stat_key), unread=True)
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
@@ -158,12 +183,29 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     key = hashing.source_key(unit.tool, unit.project_identity, unit.session_identity, unit.content_hash)
     created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
     error = redact_error(ctx.redactor, unit.error)
+    stat_key = _cacheable(unit, ctx)
     for prior in ctx.prior.get(identity, ()):
         if prior.source_key == key and reusable(prior, error):
-            return UnitOutcome(identity, key, created_at, updated_at, reuse=prior)
+            return UnitOutcome(identity, key, created_at, updated_at, reuse=prior,
+                               locator_key=locator_key, stat_key=stat_key)
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format,
                       created_at, updated_at)
-    return UnitOutcome(identity, key, created_at, updated_at, rows=build_rows(unit, meta, error, ctx))
+    rows = build_rows(unit, meta, error, ctx)
+    rows.manifest["locator_key"] = locator_key
+    rows.manifest["stat_key"] = stat_key
+    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
+                       stat_key=stat_key)
+
+
+def _cacheable(unit: SourceUnit, ctx: ProcessContext) -> list[Any] | None:
+    """The version to record for the stat cache, or None when it must be read next time."""
+    version = unit.stat_key
+    if version is None or unit.error or unit.format == "unavailable":
+        return None
+    if unit.format in ("jsonl", "json") and len(version) == 3 and isinstance(version[1], int):
+        if version[1] > ctx.racy_after_ns:
+            return None  # modified too recently to trust its mtime
+    return list(version)
 
 
 def reusable(prior: PriorSource, current_error: str) -> bool:
@@ -295,6 +337,8 @@ def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, reda
         "skip_reason": skip_reason,
         "error": error,
         "truncated": truncated,
+        "locator_key": "",
+        "stat_key": None,
         "run_at": run_at,
     }
 
@@ -315,7 +359,8 @@ def _slugs(candidates: list[Row]) -> list[str]:
 
 
 def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, run_at: str, status: str,
-               skip_reason: str | None, created_at: str | None = None, updated_at: str | None = None) -> SourceRows:
+               skip_reason: str | None, created_at: str | None = None, updated_at: str | None = None,
+               locator: tuple[str, list[Any] | None] | None = None) -> SourceRows:
     """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
 
     A reused entry was redacted by the current rules (the reuse gate says so). A
@@ -355,6 +400,10 @@ def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, ru
         row["skip_reason"] = skip_reason
     if created_at is not None:
         row["created_at"], row["updated_at"] = created_at, updated_at
+    if locator is not None:
+        row["locator_key"], row["stat_key"] = locator
+    row.setdefault("locator_key", "")
+    row.setdefault("stat_key", None)
     return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped)
 
 
@@ -495,6 +544,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             settings=request.settings, redactor=redactor, derived=derived,
             notes=NoteIndex.load(request.layout.note_root), prior=prior.by_identity,
             max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
+            by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
         )
         counts = Counts()
         dedup = Deduplicator()
@@ -577,7 +627,9 @@ class _RunState:
             digest = outcome.reuse
             status = digest.parse_status if digest.from_journal else "unchanged"
             rows = prior_rows(prior, digest, self.redactor, run_at=run_at, status=status, skip_reason=None,
-                              created_at=outcome.created_at, updated_at=outcome.updated_at)
+                              created_at=outcome.created_at, updated_at=outcome.updated_at,
+                              locator=(outcome.locator_key, outcome.stat_key))
+            self.counts.reused_unread += outcome.unread
             rows.manifest["source_key"] = outcome.source_key
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.
             self.emit(rows, journal=rows.internal_dropped > 0)
@@ -639,6 +691,7 @@ def _summary(run_id: str, started: datetime, finished: datetime, request: Ingest
         "derived_excluded": c.derived_excluded,
         "internal_filtered": c.internal_filtered,
         "truncated_sources": c.truncated_sources,
+        "reused_unread": c.reused_unread,
         "carried_forward": c.carried_forward,
         "pruned": c.pruned,
         "malformed_prior_rows": prior.malformed,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -381,3 +382,38 @@ def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Pat
     for name in ("manifest", "candidates", "rejected", "events"):
         strip = [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(one / f"{name}.jsonl")]
         assert strip == [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(two / f"{name}.jsonl")]
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+def test_an_unchanged_file_is_reused_without_being_read(env: IngestEnv) -> None:
+    path = omp_session(env)
+    _age(path)
+    env.run()
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["locator_key"] and row["stat_key"] and "omp-sessions" not in json.dumps(row)
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 1 and summary["unchanged"] == 1
+    # The stored candidates are still re-checked.
+    (candidate,) = env.rows("candidates")
+    env.write_rows("candidates", [{**candidate, "text": "[user] _thinking_: stale internal transcript"}])
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 1 and summary["candidates"] == 0
+    # A changed file is read again.
+    with path.open("a") as fh:
+        fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Verified: the Docker build passes after the fix."}]}}) + "\n")
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 0 and summary["processed"] == 1
+
+
+def test_a_recently_modified_file_is_not_cached(env: IngestEnv) -> None:
+    omp_session(env)  # written just now: its mtime could still change within the same tick
+    env.run()
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["stat_key"] is None
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 0 and summary["unchanged"] == 1
