@@ -40,7 +40,6 @@ NOTE_MIN_OVERLAP = 2
 NOTE_KEYWORDS = 40
 
 ROLES = ("user", "assistant")
-_ROLE_PREFIX = re.compile(r"(?:\A|\n)\[(user|assistant)\] ")
 
 
 @dataclass(frozen=True)
@@ -98,14 +97,20 @@ def split_messages(text: str) -> list[tuple[str, str]]:
     Used to re-check stored candidates one message at a time, so a quoted marker
     behind the rendered tag cannot drop a candidate the per-message filter kept.
     """
-    starts = list(_ROLE_PREFIX.finditer(text))
-    if not starts or starts[0].start() != 0:
+    starts: list[tuple[int, str, int]] = []  # (tag start, role, message start)
+    pos = 0
+    while pos >= 0:
+        for role in ROLES:
+            tag = f"[{role}] "
+            if text.startswith(tag, pos):
+                starts.append((pos, role, pos + len(tag)))
+                break
+        found = text.find("\n[", pos)
+        pos = found + 1 if found >= 0 else -1
+    if not starts or starts[0][0] != 0:
         return [("", text)] if text else []
-    parts: list[tuple[str, str]] = []
-    for i, match in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        parts.append((match.group(1), text[match.end():end]))
-    return parts
+    ends = [start - 1 for start, _, _ in starts[1:]] + [len(text)]
+    return [(role, text[begin:end]) for (_, role, begin), end in zip(starts, ends)]
 
 
 def is_internal_candidate(text: str) -> bool:
