@@ -636,8 +636,11 @@ class _RunState:
         else:
             assert outcome.rows is not None
             self.emit(outcome.rows, journal=True)
-        if outcome.rows is not None and outcome.rows.manifest["record_type"] == "prompt-history":
-            self.prompt_tools.add(outcome.rows.manifest["tool"])
+        row = outcome.rows.manifest if outcome.rows is not None else None
+        if row is not None and row["record_type"] == "prompt-history":
+            self.prompt_tools.add(row["tool"])
+        elif outcome.reuse is not None and outcome.reuse.record_type == "prompt-history":
+            self.prompt_tools.add(outcome.reuse.tool)
         self.last_key = outcome.source_key
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
