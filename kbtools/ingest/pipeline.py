@@ -17,7 +17,13 @@ may have learnt new markers); what it drops is recorded as
 ``internal_transcript_filtered``. Otherwise :func:`process_unit` runs: role
 gate, control-plane filter per message, derived filter per kept record,
 redaction, turn-sized candidates. It is a pure top-level function of picklable
-data, so it can run in a worker process.
+data, so ``--jobs N`` runs it in N worker processes (results are taken in
+discovery order, so the ledgers do not depend on N).
+
+Before reading a source at all, the stat cache compares its locator (hashed)
+and version (size, mtime_ns, inode; a DB session's row versions) with those
+recorded in the prior manifest: equal, and the entry reusable, means unchanged
+bytes, so the source is reused unread, as git's index skips unchanged files.
 
 Prior sources not seen this run are carried forward (``skipped``,
 ``source_not_scanned_this_run``) unless ``--prune`` is given; advisor rows,
@@ -36,7 +42,7 @@ from typing import Any
 
 from kbtools.config import Config
 from kbtools.errors import KbError
-from kbtools.ingest import ledger
+from kbtools.ingest import hashing, ledger
 from kbtools.ingest.candidates import (
     ROLES,
     Deduplicator,
@@ -48,7 +54,6 @@ from kbtools.ingest.candidates import (
     is_internal_candidate,
 )
 from kbtools.ingest.control_plane import is_internal_text
-from kbtools.ingest import hashing
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
