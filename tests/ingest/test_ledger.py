@@ -94,3 +94,10 @@ def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
 def test_prior_state_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
     prior = PriorState.load(tmp_path / "absent")
     assert prior.by_identity == {} and prior.malformed == 0
+
+
+def test_an_output_dir_that_is_a_file_is_a_one_line_error(env: IngestEnv) -> None:
+    (env.root / ".agent").write_text("not a folder")
+    result = run_kb(*env.args())
+    assert result.code == 2 and result.err.startswith("kb: error: cannot create the output directory")
+    assert len(result.err.strip().splitlines()) == 1
