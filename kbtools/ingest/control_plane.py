@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import re
 
+# Bump on any change to the rules below: stored candidates checked under another
+# version are checked again (see the pipeline's trusted rows).
+FILTER_VERSION = "cp1"
+
 # Only the start of a message decides the record-marker rules (a, b): 768
 # characters bound the unbounded "Resume prior conversation. … scopes:" gap.
 PREFIX_WINDOW = 768

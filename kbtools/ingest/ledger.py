@@ -55,7 +55,7 @@ PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
 MANIFEST_FIELDS = (
     "source_key", "tool", "record_type", "project_key", "session_hash", "created_at", "updated_at",
     "format", "content_hash", "parse_status", "redaction_status", "candidate_count", "article_slugs",
-    "skip_reason", "error", "truncated", "locator_key", "stat_key", "run_at",
+    "skip_reason", "error", "truncated", "locator_key", "stat_key", "rows_digest", "run_at",
 )
 
 # The reference's 24 knowledge fields, then metadata. Dropped from the reference:
@@ -213,6 +213,8 @@ class PriorSource:
     # version read (compact JSON), so an unchanged file is reused unread.
     locator_key: str = ""
     stat_key: str = ""
+    # Digest of the candidate lines this row was written with (see the pipeline).
+    rows_digest: str = ""
 
 
 @dataclass
@@ -307,6 +309,7 @@ class PriorState:
                 from_journal=journal,
                 locator_key=row.get("locator_key") or "",
                 stat_key=stat_json(row.get("stat_key")),
+                rows_digest=row.get("rows_digest") or "",
             )
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):
@@ -332,13 +335,21 @@ class PriorState:
             index.setdefault(key, []).append((number, offset))
         return index
 
-    def read(self, location: tuple[int, int]) -> Row:
+    def read_line(self, location: tuple[int, int]) -> bytes:
         number, offset = location
         handle = self._handles[number]  # validated when indexed, same open file
         handle.seek(offset)
-        row = json.loads(handle.readline())
+        return handle.readline()
+
+    def read(self, location: tuple[int, int]) -> Row:
+        row = json.loads(self.read_line(location))
         row.pop(RUN_TAG, None)
         return row  # type: ignore[no-any-return]
+
+    def lines_for(self, ledger: str, source_key: str) -> list[bytes]:
+        """The stored lines of one source, as bytes (newline-terminated)."""
+        lines = [self.read_line(location) for location in self.rows[ledger].get(source_key, ())]
+        return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 
     def manifest_row(self, digest: PriorSource) -> Row:
         return self.read(digest.location)
@@ -366,6 +377,8 @@ class SourceRows:
     events: list[Row] = field(default_factory=list)
     # Prior candidates the control-plane filter dropped on this run.
     internal_dropped: int = 0
+    # Per candidate: its stored line when it may be written back as it is.
+    candidate_lines: list[bytes | None] = field(default_factory=list)
 
     def by_ledger(self) -> Iterator[tuple[str, list[Row]]]:
         yield "candidates", self.candidates
@@ -409,8 +422,12 @@ class WriteSink(LedgerSink):
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         for name, items in rows.by_ledger():
             out = self._final[name]
-            for row in items:
-                out.write(dumps(row))
+            if name == "candidates" and len(rows.candidate_lines) == len(items):
+                # Lines prepared by the caller (stored bytes reused, or fresh dumps).
+                out.write(b"".join(line or dumps(row) for row, line in zip(items, rows.candidate_lines)))
+            else:
+                for row in items:
+                    out.write(dumps(row))
             if journal:
                 self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
 

@@ -33,8 +33,10 @@ Exact duplicates are marked in ledger order.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,7 +55,7 @@ from kbtools.ingest.candidates import (
     candidate_id,
     is_internal_candidate,
 )
-from kbtools.ingest.control_plane import is_internal_text
+from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
@@ -344,6 +346,7 @@ def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, reda
         "truncated": truncated,
         "locator_key": "",
         "stat_key": None,
+        "rows_digest": "",
         "run_at": run_at,
     }
 
@@ -374,15 +377,22 @@ def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, ru
     """
     row = prior.manifest_row(digest)
     current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
+    lines = prior.lines_for("candidates", digest.source_key)
+    # Bytes exactly as this filter and these rules last wrote them need no re-check.
+    trusted = current and bool(digest.rows_digest) and rows_digest(lines) == digest.rows_digest
     kept: list[Row] = []
+    kept_lines: list[bytes | None] = []
     dropped = 0
-    for candidate in prior.rows_for("candidates", digest.source_key):
-        if is_internal_candidate(str(candidate.get("text", ""))):
+    for line in lines:
+        candidate = json.loads(line)
+        candidate.pop(ledger.RUN_TAG, None)
+        if not trusted and is_internal_candidate(str(candidate.get("text", ""))):
             dropped += 1
             continue
         if not current:
             candidate = _redact_again(candidate, redactor)
-        kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
+        kept.append(candidate if trusted else ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
+        kept_lines.append(line if trusted else None)
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
@@ -409,7 +419,8 @@ def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, ru
         row["locator_key"], row["stat_key"] = locator
     row.setdefault("locator_key", "")
     row.setdefault("stat_key", None)
-    return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped)
+    row.setdefault("rows_digest", "")
+    return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped, kept_lines)
 
 
 # Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
@@ -439,6 +450,14 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
         if isinstance(turn, int) and isinstance(chunk, int):
             out["candidate_id"] = candidate_id(str(out["source_key"]), out["fingerprint"], turn, chunk)
     return out
+
+
+def rows_digest(lines: Iterable[bytes]) -> str:
+    """What a source's candidate lines were written as, under this filter and these rules."""
+    digest = hashlib.sha256(f"{FILTER_VERSION}\0{REDACTION_VERSION}\0".encode())
+    for line in lines:
+        digest.update(line)
+    return digest.hexdigest()
 
 
 def _dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
@@ -650,8 +669,18 @@ class _RunState:
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         self.emitted.add(rows.manifest["source_key"])
-        for candidate in rows.candidates:
+        stored = rows.candidate_lines if len(rows.candidate_lines) == len(rows.candidates) else []
+        lines: list[bytes | None] = []
+        for i, candidate in enumerate(rows.candidates):
+            marking = candidate.get("decision"), candidate.get("duplicate_of")
             self.dedup.apply(candidate)
+            line = stored[i] if stored and marking == (candidate["decision"], candidate["duplicate_of"]) else None
+            if self.request.write and line is None:
+                line = ledger.dumps(candidate)
+            lines.append(line)
+        if self.request.write:
+            rows.candidate_lines = lines
+            rows.manifest["rows_digest"] = rows_digest(line for line in lines if line is not None)
         self.counts.internal_filtered += rows.internal_dropped
         self.counts.add(rows)
         self.sink.emit(rows, journal=journal)

@@ -417,3 +417,14 @@ def test_a_recently_modified_file_is_not_cached(env: IngestEnv) -> None:
     assert row["stat_key"] is None
     summary, _ = env.run()
     assert summary["reused_unread"] == 0 and summary["unchanged"] == 1
+
+
+def test_an_unchanged_rerun_writes_the_candidate_ledger_back_byte_for_byte(env: IngestEnv) -> None:
+    write_omp_session(env.omp, [*tech_turn(), *tech_turn()], session_id="s1")
+    env.run()
+    before = (env.out / "candidates.jsonl").read_bytes()
+    (row,) = env.rows("manifest", tool="omp")
+    assert len(row["rows_digest"]) == 64
+    env.run()
+    assert (env.out / "candidates.jsonl").read_bytes() == before
+    assert env.rows("manifest", tool="omp")[0]["rows_digest"] == row["rows_digest"]
