@@ -16,6 +16,7 @@ what the turn actually contains instead of being constants.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -551,6 +552,7 @@ class _RepeatCounter:
     """How many normalised texts (≥ 40 chars) repeat one seen before."""
 
     def __init__(self) -> None:
+        # 128-bit digests: a run's counts need no more, and the texts are not kept.
         self._seen: set[bytes] = set()
         self.repeats = 0
 
@@ -559,7 +561,7 @@ class _RepeatCounter:
         norm = " ".join(text.lower().split()) if text.isascii() else normalize_text(text)
         if len(norm) < 40:
             return
-        digest = bytes.fromhex(sha256_hex(norm))
+        digest = hashlib.blake2b(norm.encode("utf-8", "replace"), digest_size=16).digest()
         if digest in self._seen:
             self.repeats += 1
         else:
