@@ -122,10 +122,10 @@ def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactI
         if refreshed is not None:
             artifacts[row.sha256] = refreshed
         else:
+            how = "was shingled with other parameters" if row.shingles_read else "is in an earlier format"
             warnings.append(
-                f"artifact manifest row for {row.path} ({row.sha256[:12]}) was shingled with other "
-                "parameters and the file no longer has that content; it is not compared "
-                "(re-record it with `kb artifacts record`)"
+                f"artifact manifest row {layout.rel(manifest)}:{row.line} for {row.path} ({row.sha256[:12]}) "
+                f"{how} and the file no longer has that content; it is skipped"
             )
     from_manifest = len(artifacts)
     for path in files:

@@ -8,6 +8,12 @@ version already present is never appended twice); ``body_hash``, ``words`` and
 parameters are recognised instead of silently never matching. Old versions
 stay: a session that quoted last month's page is still caught.
 
+The manifest is append-only history, so it holds rows written by earlier
+formats of ``kb artifacts record`` (shingles as a list of hex strings, no
+``body_hash`` or ``words``). Such a row is read for its identity (``path``,
+``sha256``) and marked not comparable; the filter re-shingles it from the file
+when the file still has that content, else skips it with a warning.
+
 Which files are artifacts: every ``.md`` under the notes folder and the files
 matching ``derived.skills`` globs (default ``skills/**/SKILL.md``,
 ``.claude/skills/**/SKILL.md``, ``.agents/skills/**/SKILL.md``).
@@ -33,7 +39,6 @@ from kbtools.kb.layout import Layout
 
 MANIFEST_MODE = 0o644  # a committed file, not a private ledger
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_FIELDS = ("name", "path", "sha256", "body_hash", "words", "shingles", "shingle_params", "emitted_at")
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,14 @@ class ManifestRow:
     shingles: frozenset[int]
     shingle_params: dict[str, Any]
     emitted_at: str
+    line: int = 0  # 1-based line in the manifest it was read from; 0 for a new row
+    # False for a row in an earlier format: its shingles (if any) were not read.
+    shingles_read: bool = True
 
     @property
     def current(self) -> bool:
         """Shingled with this version's parameters (comparable with records)."""
-        return self.shingle_params == SHINGLE_PARAMS
+        return self.shingles_read and self.shingle_params == SHINGLE_PARAMS
 
     def artifact(self) -> Artifact:
         return Artifact(self.name, self.path, self.sha256, self.body_hash, self.shingles, self.words)
@@ -95,9 +103,12 @@ def now_utc() -> str:
 def read_manifest(path: Path) -> list[ManifestRow]:
     """Every row of the manifest; a missing file is an empty manifest.
 
-    A line that is not a valid row is an error naming the line: the manifest is
-    a committed file, and skipping a row would quietly reopen the cycle for
-    that artifact.
+    A line that is not a JSON object naming an artifact (``path`` and
+    ``sha256``) is an error naming the line: the manifest is a committed file,
+    and skipping such a row would quietly reopen the cycle for that artifact. A
+    row that names its artifact but whose other fields are not in this
+    version's shape (an earlier format) is returned with ``shingles_read``
+    false, for the filter to re-shingle or report.
     """
     try:
         raw = path.read_bytes()
@@ -108,38 +119,52 @@ def read_manifest(path: Path) -> list[ManifestRow]:
     rows = []
     for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
         if line.strip():
-            rows.append(_parse_row(line, f"{path}:{number}"))
+            rows.append(_parse_row(line, number, f"{path}:{number}"))
     return rows
 
 
-def _parse_row(line: str, where: str) -> ManifestRow:
+def _parse_row(line: str, number: int, where: str) -> ManifestRow:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise KbError(f"invalid artifact manifest line: {exc.msg}", where) from None
     if not isinstance(data, dict):
         raise KbError("invalid artifact manifest line: not an object", where)
-    missing = [f for f in _FIELDS if f not in data]
+    missing = [f for f in ("path", "sha256") if not isinstance(data.get(f), str) or not data[f]]
     if missing:
         raise KbError(f"invalid artifact manifest line: missing {', '.join(missing)}", where)
-    ok = (
-        all(isinstance(data[f], str) for f in ("name", "path", "sha256", "body_hash", "emitted_at"))
-        and _HEX64.fullmatch(data["sha256"]) is not None
-        and isinstance(data["words"], int)
-        and isinstance(data["shingle_params"], dict)
-        and isinstance(data["shingles"], str)
-    )
-    if not ok:
-        raise KbError("invalid artifact manifest line: a field has the wrong type", where)
+    if _HEX64.fullmatch(data["sha256"]) is None:
+        raise KbError("invalid artifact manifest line: sha256 is not 64 lowercase hex digits", where)
+    rel_path: str = data["path"]
+    name = data.get("name")
+    emitted_at = data.get("emitted_at")
+    params = data.get("shingle_params")
+    identity = {
+        "name": name if isinstance(name, str) else artifact_name(rel_path),
+        "path": rel_path,
+        "sha256": data["sha256"],
+        "shingle_params": params if isinstance(params, dict) else {},
+        "emitted_at": emitted_at if isinstance(emitted_at, str) else "",
+        "line": number,
+    }
+    shingles = _read_shingles(data)
+    if shingles is None:
+        return ManifestRow(body_hash="", words=0, shingles=frozenset(), shingles_read=False, **identity)
+    return ManifestRow(body_hash=data["body_hash"], words=data["words"], shingles=shingles, **identity)
+
+
+def _read_shingles(data: dict[str, Any]) -> frozenset[int] | None:
+    """The row's shingles when the row is in this version's shape, else None."""
+    if not (
+        isinstance(data.get("body_hash"), str)
+        and isinstance(data.get("words"), int)
+        and isinstance(data.get("shingles"), str)
+    ):
+        return None
     try:
-        shingles = frozenset(unpack(data["shingles"]))
-    except ValueError:
-        raise KbError("invalid artifact manifest line: shingles are not base64 of 64-bit values", where) from None
-    return ManifestRow(
-        name=data["name"], path=data["path"], sha256=data["sha256"], body_hash=data["body_hash"],
-        words=data["words"], shingles=shingles, shingle_params=data["shingle_params"],
-        emitted_at=data["emitted_at"],
-    )
+        return frozenset(unpack(data["shingles"]))
+    except ValueError:  # binascii.Error is a ValueError
+        return None
 
 
 def append_rows(path: Path, rows: Iterable[ManifestRow]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from tests.derived.grades import INFRA, WAL
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, env  # noqa: F401 - env is a fixture
 from tests.testing.cli import run_kb
@@ -109,3 +110,54 @@ def test_derived_filter_recorded_old_version_excluded_end_to_end(env: IngestEnv)
     assert summary["derived_excluded"] == 1
     (event,) = env.rows("events", event="derived_excluded")
     assert event["artifact"]["sha256"] == hashlib.sha256(WAL_PAGE_V1.encode()).hexdigest()
+
+
+def _earlier_format_row(path: str, text: str, *, with_body: bool) -> str:
+    """A manifest line as earlier versions of `kb artifacts record` wrote it: shingles a list of hex strings."""
+    from kbtools.derived.normalise import strip_frontmatter, tokens
+    from kbtools.derived.shingles import body_hash, shingle_hashes
+
+    words = tokens(strip_frontmatter(text))
+    row: dict[str, object] = {"name": path.rsplit("/", 1)[-1][:-3], "path": path,
+                              "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    if with_body:
+        row.update(body_hash=body_hash(words), words=len(words))
+    row.update(
+        shingles=sorted(f"{h & (2**64 - 1):016x}" for h in set(shingle_hashes(words))),
+        shingle_params={"n": 5, "unit": "word", "normaliser": "kb-words-1", "normaliser_hash": "1627b1f835219618",
+                        "hash": "xxh-lanes64(blake3-61 word ids)"},
+        emitted_at="2026-11-01T00:00:00Z",
+    )
+    return json.dumps(row, separators=(",", ":")) + "\n"
+
+
+def test_derived_filter_earlier_manifest_format_is_reshingled_or_skipped_never_blocks(env: IngestEnv) -> None:
+    """Rows of an earlier manifest format: re-shingled from the file at that sha256, else one warning each."""
+    from tests.derived.grades import WAL_PAGE_V1
+
+    install_artifacts(env)  # INFRA and WAL (current version) in the working tree
+    manifest = env.root / "src/content/note/.manifest.jsonl"
+    history = (_earlier_format_row(INFRA.path, INFRA.text, with_body=False)  # file still at this sha256
+               + _earlier_format_row(WAL.path, WAL_PAGE_V1, with_body=True))  # file has moved on
+    manifest.write_text(history)
+    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(INFRA.records["verbatim"][0]),
+                                user(MENTION), assistant(TECH_ANSWER)], session_id="s1")
+
+    summary, result = env.run()
+    assert summary["derived_excluded"] == 1
+    assert summary["derived_filter"]["manifest_rows"] == 2
+    assert summary["derived_filter"]["manifest_rows_stale"] == 2
+    assert summary["derived_filter"]["from_manifest"] == 1  # INFRA re-shingled from its file
+    warnings = [line for line in result.err.splitlines() if "manifest" in line]
+    assert len(warnings) == 1, result.err
+    assert "src/content/note/.manifest.jsonl:2" in warnings[0] and WAL.path in warnings[0]
+    assert "earlier format" in warnings[0]
+
+    verify = run_kb("verify", "--derived-filter", "--root", str(env.root))
+    assert verify.code == 0, verify.err
+    assert "src/content/note/.manifest.jsonl:2" in verify.err
+
+    record = run_kb("artifacts", "record", str(env.root / WAL.path), "--root", str(env.root))
+    assert record.code == 0, record.err
+    assert manifest.read_text().startswith(history)  # history kept byte for byte, the new version appended
+    assert len(manifest.read_text().splitlines()) == 3
