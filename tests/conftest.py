@@ -25,6 +25,13 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
     ):
         monkeypatch.delenv(var, raising=False)
+    # Redaction treats the account running kb as a private name; pin it to a generic account so
+    # redacted output is the same whoever runs the suite (subprocesses inherit these too).
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.setenv(var, "runner")
+    from kbtools.redact.checks import local_account
+
+    local_account.cache_clear()
     return home
 
 

@@ -296,8 +296,14 @@ _ADDRESS_CHARS = frozenset(string.ascii_letters + string.digits + "_.\\")
 
 def find_public_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
     for start, end, address in _ipv4_candidates(text):
-        if address.is_global and str(address) not in _WELL_KNOWN_ADDRESSES:
+        if address.is_global and str(address) not in _WELL_KNOWN_ADDRESSES and not _version_suffix(text, end):
             yield start, end
+
+
+def _version_suffix(text: str, end: int) -> bool:
+    """``1.2.3.4rc1``, ``1.2.3.4-beta``, ``1.2.3.4+build``: a four-part version, not an address."""
+    follow = text[end:end + 2]
+    return bool(follow) and (follow[0].isalpha() or (follow[0] in "-+" and follow[1:2].isalpha()))
 
 
 def public_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
@@ -311,7 +317,8 @@ _GENERIC_ACCOUNTS = frozenset(
     """root admin administrator user users runner runneradmin ubuntu debian ec2-user vscode node app dev
     developer build builder ci git jenkins docker guest default public shared share home test tester nobody
     www-data codespace codespaces data project projects work src code repos workspace workspaces tmp temp
-    backup storage media docs files apps opt local lib bin""".split()
+    backup storage media docs files apps opt local lib bin vagrant gitpod coder centos fedora alpine kali
+    daemon operator postgres agent sandbox container""".split()
 )
 _POSIX_HOME = re.compile(r"/(?:home|Users)/([A-Za-z0-9._-]{3,64})")
 _WINDOWS_HOME = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]:(?:\\{1,4}|/)Users(?:\\{1,4}|/)([A-Za-z0-9._-]{3,64})")

@@ -45,7 +45,7 @@ from kbtools.redact.checks import (
 
 # `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
 # ledger written by the reference pipeline is never mistaken for one redacted here.
-REDACTION_VERSION = "kb1"
+REDACTION_VERSION = "kb2"
 
 API_KEY = "<REDACTED_API_KEY>"
 TOKEN = "<REDACTED_TOKEN>"
@@ -591,7 +591,8 @@ RULES: tuple[Rule, ...] = (
         keywords=(".",), finder=find_public_ipv4,
         true_positives=(("ssh to 203.0.114.7 failed", "203.0.114.7"), ("peer 34.120.9.1:443", "34.120.9.1")),
         false_positives=("dns 8.8.8.8", "mask 255.255.255.0", "bind 0.0.0.0", "doc 192.0.2.10", "v1.2.3.4",
-                         "version 1.2.3.4.5", "10.1.2.3"),
+                         "version 1.2.3.4.5", "10.1.2.3", "1.2.3", "1.2.3.4rc1", "1.2.3.4-beta.2",
+                         "1.2.3.4+build.7"),
     ),
     Rule(
         id="public-ipv6", placeholder=HOST, category=HOST_CATEGORY,
@@ -624,7 +625,8 @@ RULES: tuple[Rule, ...] = (
         keywords=(), finder=find_private_names,
         true_positives=(("cd /home/alicia/app; alicia approved it", "alicia"),
                         ("Bob Kowalski reviewed it", "Kowalski")),
-        false_positives=("cd /home/dev/app; dev server", "the Kowalskis' house"),
+        false_positives=("cd /home/dev/app; dev server", "the Kowalskis' house",
+                         "cd /home/agent/app; the agent ran"),
         sample_config=(("private_names", ("Kowalski",)),),
     ),
     Rule(

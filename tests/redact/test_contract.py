@@ -173,3 +173,30 @@ def test_the_account_running_kb_is_a_private_name(monkeypatch):
 
 def test_generic_account_names_are_not_private_names():
     assert redact("cd /home/runner/work; the runner and root user").text == "cd <PRIVATE_PATH>; the runner and root user"
+
+
+def test_redacted_output_does_not_depend_on_the_machine_account():
+    """The suite pins the account to a generic one, so no test's output changes with whoever runs it."""
+    from kbtools.redact.checks import _is_private_name, local_account
+
+    assert local_account() == "runner" and not _is_private_name(local_account())
+    for account in ("root", "runner", "ubuntu", "vscode", "agent", "codespace"):
+        assert not _is_private_name(account), f"{account} is a generic account, never a person's name"
+
+
+def test_container_default_account_in_a_home_path_is_not_a_name_everywhere():
+    home = os.path.join("/home", "agent")
+    assert redact(f"cd {home}/app; the agent ran the tests").text == "cd <PRIVATE_PATH>; the agent ran the tests"
+
+
+def test_dotted_versions_survive_and_a_public_address_is_redacted():
+    address = ".".join(["203", "0", "114", "7"])
+    text = (f"bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; "
+            f"react@18.2.0; ssh {address}")
+    assert redact(text).text == (
+        "bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; react@18.2.0; "
+        "ssh <PRIVATE_HOST>"
+    )
+    # A bare four-part number is indistinguishable from an address: a public one is redacted (reference §8
+    # item 20 counts public addresses as a false negative of the reference).
+    assert redact("1.2.3.4").text == "<PRIVATE_HOST>"
