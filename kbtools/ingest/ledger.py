@@ -55,7 +55,7 @@ PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
 MANIFEST_FIELDS = (
     "source_key", "tool", "record_type", "project_key", "session_hash", "created_at", "updated_at",
     "format", "content_hash", "parse_status", "redaction_status", "candidate_count", "article_slugs",
-    "skip_reason", "error", "truncated", "locator_key", "stat_key", "rows_digest", "run_at",
+    "skip_reason", "error", "truncated", "internal_filtered", "locator_key", "stat_key", "rows_digest", "run_at",
 )
 
 # The reference's 24 knowledge fields, then metadata. Dropped from the reference:

@@ -150,6 +150,7 @@ class Counts:
         self.errors += bool(rows.manifest.get("error"))
         self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
         self.truncated_sources += bool(rows.manifest.get("truncated"))
+        self.internal_filtered += int(rows.manifest.get("internal_filtered") or 0)
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,8 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
     error = redact_error(ctx.redactor, unit.error)
     stat_key = _cacheable(unit, ctx)
-    for prior in ctx.prior.get(identity, ()):
+    # A missing store is reported as such on every run, never as "unchanged".
+    for prior in ctx.prior.get(identity, ()) if unit.format != "unavailable" else ():
         if prior.source_key == key and reusable(prior, error):
             return UnitOutcome(identity, key, created_at, updated_at, reuse=prior,
                                locator_key=locator_key, stat_key=stat_key)
@@ -238,7 +240,7 @@ def redact_error(redactor: Redactor, error: str) -> str:
 
 
 def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext) -> SourceRows:
-    kept, events, labelled = _keep_records(unit, meta, ctx)
+    kept, events, labelled, internal = _keep_records(unit, meta, ctx)
     truncated = unit.truncated
     candidates: list[Row] = []
     if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
@@ -260,7 +262,7 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
     manifest = manifest_row(
         meta, content_hash=unit.content_hash, parse_status=status, redacted=bool(redacted),
         candidate_count=len(candidates), article_slugs=_slugs(candidates), skip_reason=reason,
-        error=error, truncated=truncated, run_at=ctx.run_at,
+        error=error, truncated=truncated, internal_filtered=internal, run_at=ctx.run_at,
     )
     rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
     return SourceRows(manifest, candidates, rejected, events)
@@ -268,16 +270,22 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
 
 def _keep_records(
     unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext
-) -> tuple[list[KeptRecord], list[Row], bool]:
-    """Role gate → control-plane filter → derived filter → redaction, one message at a time."""
+) -> tuple[list[KeptRecord], list[Row], bool, int]:
+    """Role gate → control-plane filter → derived filter → redaction, one message at a time.
+
+    Also returns how many messages the control-plane filter dropped."""
     kept: list[KeptRecord] = []
     events: list[Row] = []
     labelled = False
+    internal = 0
     for record in unit.records:
         if record.role not in ROLES:
             continue
         text = _utf8(record.text)
-        if not text.strip() or is_internal_text(text):
+        if not text.strip():
+            continue
+        if is_internal_text(text):
+            internal += 1
             continue
         if ctx.derived is not None:
             match = ctx.derived.match(text)
@@ -290,7 +298,7 @@ def _keep_records(
         labelled = labelled or bool(red.labels)
         kept.append(KeptRecord(record.role, red.text, iso_time(record.created_at), record.index,
                                tuple(red.labels)))
-    return kept, events, labelled
+    return kept, events, labelled, internal
 
 
 def _utf8(text: str) -> str:
@@ -326,7 +334,7 @@ def _derived_event(
 
 def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, redacted: bool,
                  candidate_count: int, article_slugs: list[str], skip_reason: str, error: str,
-                 truncated: bool, run_at: str) -> Row:
+                 truncated: bool, run_at: str, internal_filtered: int = 0) -> Row:
     return {
         "source_key": meta.source_key,
         "tool": meta.tool,
@@ -344,6 +352,9 @@ def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, reda
         "skip_reason": skip_reason,
         "error": error,
         "truncated": truncated,
+        # Texts of this source the control-plane filter kept out: messages when
+        # it was read, plus stored candidates dropped by later re-checks.
+        "internal_filtered": internal_filtered,
         "locator_key": "",
         "stat_key": None,
         "rows_digest": "",
@@ -411,6 +422,7 @@ def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, ru
         ),
     )
     row.setdefault("truncated", False)
+    row["internal_filtered"] = int(row.get("internal_filtered") or 0) + dropped
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
     if created_at is not None:
@@ -681,7 +693,6 @@ class _RunState:
         if self.request.write:
             rows.candidate_lines = lines
             rows.manifest["rows_digest"] = rows_digest(line for line in lines if line is not None)
-        self.counts.internal_filtered += rows.internal_dropped
         self.counts.add(rows)
         self.sink.emit(rows, journal=journal)
 

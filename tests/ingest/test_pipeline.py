@@ -154,11 +154,14 @@ def test_stale_internal_text_in_a_stored_candidate_is_filtered_on_rerun(env: Ing
     summary, _ = env.run()
     assert summary["unchanged"] == 1
     assert summary["candidates"] == 0 and summary["rejected"] >= 1
+    assert summary["internal_filtered"] == 1
     assert "_thinking_:" not in (env.out / "candidates.jsonl").read_text()
     assert env.rows("rejected", reason="internal_transcript_filtered")
-    # The ledger stays complete: the next run reuses it without reprocessing.
+    # The ledger stays complete: the next run reuses it without reprocessing,
+    # and the source still says what the filter kept out of it.
     summary, _ = env.run()
     assert summary["unchanged"] == 1 and summary["processed"] == 0
+    assert summary["internal_filtered"] == 1
 
 
 def test_sources_not_seen_are_carried_forward_and_pruned_on_request(env: IngestEnv) -> None:
@@ -194,9 +197,14 @@ def test_internal_messages_are_dropped_but_the_rest_of_the_session_is_kept(env: 
         user("[budget notice] 10% of the context left"),
         assistant("Silent mode: nothing to report."),
     ], session_id="s1")
-    env.run()
+    summary, _ = env.run()
     (candidate,) = env.rows("candidates")
     assert "budget notice" not in candidate["text"] and "Silent mode" not in candidate["text"]
+    # Counted per message, on the source's manifest row, so a rerun that reuses it counts the same.
+    assert summary["internal_filtered"] == 2
+    assert [r["internal_filtered"] for r in env.rows("manifest", tool="omp")] == [2]
+    summary, _ = env.run()
+    assert (summary["unchanged"], summary["internal_filtered"]) == (1, 2)
 
 
 def test_each_turn_is_its_own_candidate_and_equal_turns_are_duplicates(env: IngestEnv) -> None:
@@ -254,12 +262,28 @@ def test_no_derived_filter_warns_loudly_and_is_recorded(env: IngestEnv) -> None:
     assert summary["derived_filter"]["enabled"] is False
 
 
-def test_missing_stores_give_one_unavailable_row_each_not_a_crash(env: IngestEnv) -> None:
-    summary, _ = env.run()
-    unavailable = env.rows("manifest", format="unavailable")
-    assert {r["tool"] for r in unavailable} >= {"omp", "codex"}
-    assert all(r["parse_status"] == "failed" and r["error"] for r in unavailable)
-    assert summary["candidates"] == 0
+def test_missing_stores_give_one_skipped_unavailable_row_each_not_a_failure(env: IngestEnv) -> None:
+    omp_session(env)  # a user with OMP only: the other agents' stores do not exist
+    for _ in range(2):  # and say so on every run, never "unchanged"
+        summary, _ = env.run()
+        unavailable = env.rows("manifest", format="unavailable")
+        assert sorted(r["tool"] for r in unavailable) == ["claude", "codex", "opencode"]
+        assert {(r["parse_status"], r["skip_reason"], r["error"]) for r in unavailable} == {
+            ("skipped", "source_store_unavailable", "")
+        }
+        assert {r["reason"] for r in env.rows("rejected")} == {"source_store_unavailable"}
+        assert (summary["failed"], summary["errors"], summary["skipped"]) == (0, 0, 3)
+        assert summary["candidates"] == 1
+
+
+def test_an_unreadable_store_fails_and_is_retried(env: IngestEnv) -> None:
+    env.opencode_db.parent.mkdir(parents=True)
+    env.opencode_db.write_bytes(b"this is not a database, " * 100)
+    for _ in range(2):
+        summary, _ = env.run()
+        (row,) = env.rows("manifest", tool="opencode")
+        assert row["parse_status"] == "failed" and row["error"].startswith("opencode_db_unreadable:")
+        assert summary["failed"] == 1 and summary["unchanged"] == 0
 
 
 def test_output_dir_flag_moves_the_ledgers(env: IngestEnv) -> None:

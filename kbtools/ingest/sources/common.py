@@ -48,6 +48,10 @@ def file_ref(tool: str, record_type: str, path: Path, *, fmt: str = "jsonl", pay
     return SourceRef(tool=tool, record_type=record_type, format=fmt, locator=str(path), stat_key=key, payload=payload)
 
 
+# The skip reason of a store that does not exist (an agent the user does not have).
+STORE_UNAVAILABLE = "source_store_unavailable"
+
+
 def unavailable_ref(tool: str, store: Path | str) -> SourceRef:
     """One row for a store that does not exist, instead of a crash."""
     return SourceRef(
@@ -55,8 +59,12 @@ def unavailable_ref(tool: str, store: Path | str) -> SourceRef:
         record_type="session-store",
         format="unavailable",
         locator=str(store),
-        payload=f"{tool}_session_store_unavailable",
+        payload=_missing_store(tool),
     )
+
+
+def _missing_store(tool: str) -> str:
+    return f"{tool}_session_store_unavailable"
 
 
 def error_unit(ref: SourceRef, error: str, *, session_identity: str | None = None) -> SourceUnit:
@@ -78,7 +86,16 @@ def error_unit(ref: SourceRef, error: str, *, session_identity: str | None = Non
 
 
 def unavailable_unit(ref: SourceRef) -> SourceUnit:
-    return error_unit(ref, str(ref.payload or f"{ref.tool}_session_store_unavailable"))
+    """A store that does not exist is ``skipped`` (``source_store_unavailable``):
+    a user without Codex has nothing to read there, and nothing failed. A store
+    that exists but cannot be read (a corrupt or locked DB, a broken discovery)
+    is an error unit, so it counts as ``failed`` and is retried."""
+    reason = str(ref.payload or _missing_store(ref.tool))
+    unit = error_unit(ref, reason)
+    if reason == _missing_store(ref.tool):
+        unit.error = ""
+        unit.skip_reason = STORE_UNAVAILABLE
+    return unit
 
 
 def os_error_reason(exc: OSError) -> str:

@@ -89,4 +89,4 @@ def test_identity_found_even_when_only_tool_lines_carry_it(tmp_path: Path) -> No
 
 def test_missing_claude_dir_gives_one_unavailable_unit(tmp_path: Path) -> None:
     (unit,) = load_all(tmp_path / "none")
-    assert (unit.format, unit.error) == ("unavailable", "claude_session_store_unavailable")
+    assert (unit.format, unit.skip_reason, unit.error) == ("unavailable", "source_store_unavailable", "")

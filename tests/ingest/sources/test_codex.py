@@ -104,7 +104,7 @@ def test_legacy_envelope_less_rollout(tmp_path: Path) -> None:
 
 def test_missing_codex_home_gives_one_unavailable_unit(tmp_path: Path) -> None:
     (unit,) = load_all(tmp_path / "missing")
-    assert (unit.format, unit.error) == ("unavailable", "codex_session_store_unavailable")
+    assert (unit.format, unit.skip_reason, unit.error) == ("unavailable", "source_store_unavailable", "")
 
 
 def test_fork_file_sharing_a_thread_id_gets_its_own_identity(tmp_path: Path) -> None:

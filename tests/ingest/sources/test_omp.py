@@ -92,7 +92,7 @@ def test_missing_store_gives_one_unavailable_unit(tmp_path: Path) -> None:
     (unit,) = load_all(tmp_path / "nope")
     assert unit.format == "unavailable"
     assert unit.record_type == "session-store"
-    assert unit.error == "omp_session_store_unavailable"
+    assert (unit.skip_reason, unit.error) == ("source_store_unavailable", "")
 
 
 def test_discovery_is_sorted_and_skips_directory_symlinks(tmp_path: Path) -> None:

@@ -164,7 +164,7 @@ def test_legacy_storage_alone_without_a_db(tmp_path: Path) -> None:
 
 def test_missing_store_gives_one_unavailable_unit(tmp_path: Path) -> None:
     (unit,) = load_all(cfg(tmp_path / "nothing"))
-    assert (unit.format, unit.error) == ("unavailable", "opencode_session_store_unavailable")
+    assert (unit.format, unit.skip_reason, unit.error) == ("unavailable", "source_store_unavailable", "")
 
 
 def test_malformed_part_row_is_counted(tmp_path: Path) -> None:

@@ -99,11 +99,11 @@ def test_every_store_end_to_end_through_the_registry(hermetic_env: Path, tmp_pat
 def test_nothing_installed_gives_one_unavailable_unit_per_session_store(tmp_path: Path) -> None:
     settings = resolve_settings(Config(root=tmp_path))
     units = [load(ref, settings) for ref in discover_all(settings)]
-    assert [(u.tool, u.format, u.error) for u in units] == [
-        ("omp", "unavailable", "omp_session_store_unavailable"),
-        ("opencode", "unavailable", "opencode_session_store_unavailable"),
-        ("codex", "unavailable", "codex_session_store_unavailable"),
-        ("claude", "unavailable", "claude_session_store_unavailable"),
+    assert [(u.tool, u.format, u.skip_reason, u.error) for u in units] == [
+        ("omp", "unavailable", "source_store_unavailable", ""),
+        ("opencode", "unavailable", "source_store_unavailable", ""),
+        ("codex", "unavailable", "source_store_unavailable", ""),
+        ("claude", "unavailable", "source_store_unavailable", ""),
     ]
 
 
