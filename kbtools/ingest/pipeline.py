@@ -652,7 +652,9 @@ class _RunState:
         if outcome.source_key in self.emitted:
             return  # the same source (same identity and bytes) found twice, e.g. a copied file
         self.discovered.add(outcome.identity)
-        if outcome.failed and outcome.rows is not None:
+        if outcome.rows is not None and (outcome.failed or outcome.rows.manifest["format"] == "unavailable"):
+            # --prune keeps this tool's rows: its store was not read (a missing
+            # store may be a moved one or an unset CODEX_HOME, not deleted sessions).
             self.failed_tools.add(outcome.rows.manifest["tool"])
         if not outcome.failed:
             # A failed read does not supersede what earlier runs kept of this source.

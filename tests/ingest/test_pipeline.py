@@ -180,6 +180,15 @@ def test_sources_not_seen_are_carried_forward_and_pruned_on_request(env: IngestE
     assert env.rows("manifest", tool="omp", record_type="session") == [] and env.rows("candidates") == []
 
 
+def test_prune_keeps_the_rows_of_a_store_that_is_missing_this_run(env: IngestEnv) -> None:
+    omp_session(env)
+    env.run()
+    env.omp.rename(env.omp.with_name("omp-moved"))  # e.g. run with a different PI_CODING_AGENT_DIR
+    summary, _ = env.run("--prune")
+    assert (summary["pruned"], summary["carried_forward"]) == (0, 1)
+    assert len(env.rows("candidates")) == 1
+
+
 def test_a_message_quoting_a_marker_never_drops_its_session(env: IngestEnv) -> None:
     write_omp_session(env.omp, [
         user("A legitimate article may quote the _thinking:_ marker; why does our parser test fail on it?"),
