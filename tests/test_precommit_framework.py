@@ -65,23 +65,40 @@ def test_scaffolded_and_own_configs_are_valid_for_pre_commit(tmp_path, pre_commi
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="try-repo needs this project as a git repository")
-def test_try_repo_kb_lint_refuses_a_staged_raw_edit(tmp_path, pre_commit_home):
+def test_try_repo_kb_lint_refuses_a_staged_raw_edit_and_lets_a_clean_commit_through(tmp_path, pre_commit_home):
     """`pre-commit try-repo <this repo> kb-lint`: the published hook, pip-installed from this checkout.
 
-    try-repo builds a fresh hook environment on every call (about 7 s on a quiet machine), so it
-    runs once; a clean commit through the framework is the next test's job. The exact problem
-    list shows the hook really ran the lint: a broken hook cannot produce it.
+    try-repo builds a fresh hook environment on every call (about 7 s on a quiet machine), so the
+    refused and the clean KB run side by side, one try-repo each. The exact problem list shows the
+    hook really ran the lint: a broken hook cannot produce it.
     """
-    kb = make_kb(tmp_path / "kb", locale="en")
-    _edit_raw(kb)
-    refused = _pre_commit("try-repo", str(REPO_ROOT), "kb-lint", cwd=kb.root, home=pre_commit_home)
-    assert refused.returncode == 1, refused.stdout
-    assert "kb lint (every check, staged)" in refused.stdout and "Failed" in refused.stdout
+    refused_kb = make_kb(tmp_path / "refused", locale="en")
+    _edit_raw(refused_kb)
+    clean_kb = make_kb(tmp_path / "clean", locale="en")
+    _add_clean_evidence(clean_kb)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home), "PRE_COMMIT_COLOR": "never",
+           "PIP_CACHE_DIR": str(pre_commit_home / "pip-cache")}
+    running = [
+        subprocess.Popen([*PRE_COMMIT, "try-repo", str(REPO_ROOT), "kb-lint"], cwd=kb.root, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for kb in (refused_kb, clean_kb)
+    ]
+    (refused_out, _), (clean_out, _) = (proc.communicate(timeout=600) for proc in running)
+    refused_code, clean_code = (proc.returncode for proc in running)
+
+    assert refused_code == 1, refused_out
+    assert "kb lint (every check, staged)" in refused_out and "Failed" in refused_out
     assert (
         "KB lint failed (2 issues)\n"
         "- raw checksum mismatch: en/source-1.md\n"
         "- raw snapshot changed or deleted: M\tsrc/content/raw/en/source-1.md\n"
-    ) in refused.stdout
+    ) in refused_out
+
+    assert clean_code == 0, clean_out
+    assert "kb lint (every check, staged)" in clean_out and "Passed" in clean_out
+    commits = int(git(clean_kb.root, "rev-list", "--count", "HEAD"))
+    clean_kb.git("commit", "-q", "-m", "ingest new source")
+    assert int(git(clean_kb.root, "rev-list", "--count", "HEAD")) == commits + 1
 
 
 def test_installed_framework_hook_refuses_a_raw_edit_and_lets_a_clean_commit_through(tmp_path, pre_commit_home):
