@@ -57,18 +57,31 @@ def fast_path(args: list[str]) -> int | None:
             return None
         i += 1
     root = values.get("root")
+    output_format = values.get("output_format", "text")
+    try:
+        _check_args(staged=staged, since=values.get("since"), only=values.get("only"), output_format=output_format)
+    except typer.BadParameter:
+        return None  # typer reports it, naming `kb lint --help`
     return _run(staged=staged, since=values.get("since"), only=values.get("only"),
-                output_format=values.get("output_format", "text"), root=Path(root) if root is not None else None)
+                output_format=output_format, root=Path(root) if root is not None else None)
 
 
-def _run(*, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None) -> int:
-    from kbtools.cli.common import check_format, open_kb
-    from kbtools.lint.engine import FAMILIES, LintMode, run_lint
+def _check_args(*, staged: bool, since: str | None, only: str | None, output_format: str) -> tuple[str, ...]:
+    """The chosen families; a bad combination or value is a usage error."""
+    from kbtools.cli.common import check_format
+    from kbtools.lint.engine import FAMILIES
 
     check_format(output_format, FORMATS)
     if staged and since is not None:
         raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
-    families = _families(only, FAMILIES)
+    return _families(only, FAMILIES)
+
+
+def _run(*, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None) -> int:
+    from kbtools.cli.common import open_kb
+    from kbtools.lint.engine import LintMode, run_lint
+
+    families = _check_args(staged=staged, since=since, only=only, output_format=output_format)
     _, layout = open_kb(root)
     report = run_lint(layout, LintMode(staged=staged, since=since), families)
     for notice in report.notices:

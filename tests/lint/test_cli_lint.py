@@ -58,6 +58,7 @@ def test_bad_flags_are_usage_errors(tmp_path, args):
     result = lint(kb, *args)
     assert result.code == 2
     assert result.err.startswith("kb: error: ") and len(result.err.splitlines()) == 1
+    assert result.err.endswith("(kb lint --help)\n"), "the usage error names the command it belongs to"
 
 
 def test_problems_come_out_in_a_stable_order(tmp_path):
