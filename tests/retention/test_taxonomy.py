@@ -83,7 +83,8 @@ def test_a_datetime_yields_its_date():
     assert kinds("at 2026-07-27T10:00:00Z") == {"2026-07-27": "date"}
 
 
-def test_host_port_keeps_its_host():
+def test_port_class_needs_a_host_prefix():
+    """A port alone is not an identifier; host:port keeps its host."""
     assert kinds("at localhost:6280 now") == {"localhost:6280": "host_port"}
     assert kinds("bare :18888 port") == {}
 
