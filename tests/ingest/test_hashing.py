@@ -18,6 +18,7 @@ def test_hash_identifier_is_sha256_of_nfkc() -> None:
 def test_normalize_text_folds_case_width_and_whitespace() -> None:
     assert normalize_text("  Hello\u3000\tWORLD \n\n ｆｏｏ ") == "hello world foo"
     assert fingerprint("Hello   world") == fingerprint("hello world")
+    assert fingerprint(" Ｈello\u3000WORLD ") == hashlib.sha256(b"hello world").hexdigest()
     assert fingerprint("hello world") != fingerprint("hello  worlds")
 
 

@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -401,6 +403,45 @@ def test_the_same_session_at_two_paths_is_one_source(env: IngestEnv) -> None:
     path.unlink()  # moved: still the same source, reused
     summary, _ = env.run()
     assert summary["unchanged"] == 1 and summary["processed"] == 0
+
+
+def test_two_files_sharing_an_identity_are_both_kept_and_both_reused(env: IngestEnv) -> None:
+    # The reference keyed prior rows by identity alone: one of the two was reprocessed every run.
+    write_omp_session(env.omp, tech_turn(), session_id="same", cwd="/p", dir_name="a")
+    write_omp_session(env.omp, [user(TECH_PROMPT + " (fork)"), assistant(TECH_ANSWER)], session_id="same",
+                      cwd="/p", dir_name="b")
+    summary, _ = env.run()
+    assert (summary["processed"], summary["candidates"]) == (2, 2)
+    summary, _ = env.run()
+    assert (summary["unchanged"], summary["processed"], summary["candidates"]) == (2, 0, 2)
+    assert len(env.rows("manifest", tool="omp")) == 2
+
+
+def test_progress_goes_to_stderr_only_when_it_is_a_terminal(env: IngestEnv) -> None:
+    pty = pytest.importorskip("pty")
+    omp_session(env)
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kbtools", *env.args(write=False)], cwd=env.root,
+                              stdout=subprocess.PIPE, stderr=slave, timeout=120)
+        os.close(slave)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child side is closed and drained
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"kb ingest: 1 source(s)" in terminal
+    (line,) = proc.stdout.decode().splitlines()  # stdout stays one JSON line
+    assert json.loads(line)["dry_run"] is True
+    _, piped = env.run(write=False)
+    assert "kb ingest:" not in piped.err
 
 
 def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Path) -> None:

@@ -91,7 +91,10 @@ def test_nothing_private_reaches_the_ledgers_or_the_output(
         if path.is_file():
             texts[str(path.relative_to(env.root))] = path.read_bytes().decode("utf-8", "replace")
     assert any(name.endswith("candidates.jsonl") for name in texts)
-    leaks = [(name, value) for name, text in texts.items() for value in p.forbidden if value in text]
+    # Nor the stores' own locations (the fixtures' paths, the server's address).
+    locations = [str(env.omp), str(env.codex), str(env.opencode_db.parent), str(env.prompt_history),
+                 str(env.claude), url.split("//")[1]]
+    leaks = [(name, value) for name, text in texts.items() for value in [*p.forbidden, *locations] if value in text]
     assert not leaks, leaks[:5]
     # Redaction labels are recorded per candidate.
     labels = {label for c in env.rows("candidates") for label in c["redactions"]}
