@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kbtools.cli.common import RootOption, open_kb
+from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +29,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--staged", help="Record the staged notes and skills (the pre-commit hook)."),
         ] = False,
         root: RootOption = None,
+        fmt: FormatOption = "text",
     ) -> int:
         """Append each artifact version not yet in the manifest; versions already present are skipped.
 
@@ -39,6 +41,7 @@ def register(app: typer.Typer) -> None:
         from kbtools.derived import manifest as am
         from kbtools.errors import KbError
 
+        check_format(fmt, ("text", "json"))
         if staged and paths:
             raise KbError("give PATH… or --staged, not both", "kb artifacts record")
         if not staged and not paths:
@@ -47,12 +50,21 @@ def register(app: typer.Typer) -> None:
         files = am.staged_files(layout) if staged else am.files_at(layout, paths or [])
         result = am.record_artifacts(layout, files)
         manifest = layout.rel(layout.artifact_manifest)
+        restage = staged and bool(result.recorded)
+        if fmt == "json":
+            print(json.dumps({
+                "manifest": manifest,
+                "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in result.recorded],
+                "already": list(result.already),
+                "restage": restage,
+            }))
+            return 1 if restage else 0
         for row in result.recorded:
             print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
         if not staged:
             for rel in result.already:
                 print(f"already recorded {rel}")
-        if staged and result.recorded:
+        if restage:
             print(f"{manifest} changed: stage it (git add {manifest}) and commit again", file=sys.stderr)
             return 1
         return 0

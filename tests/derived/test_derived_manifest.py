@@ -165,3 +165,21 @@ def _sha256(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_derived_filter_record_json_lists_recorded_and_already_recorded(tmp_path: Path) -> None:
+    kb = init_repo(tmp_path / "kb")
+    write(kb / WAL.path, WAL_PAGE_V1)
+    first = run_kb("artifacts", "record", str(kb / WAL.path), "--format", "json", "--root", str(kb))
+    assert first.code == 0
+    doc = json.loads(first.out)
+    assert doc["manifest"] == MANIFEST and doc["already"] == [] and doc["restage"] is False
+    assert doc["recorded"] == [{"name": "sqlite-wal-mode", "path": WAL.path, "sha256": _sha256(WAL_PAGE_V1)}]
+    again = json.loads(run_kb("artifacts", "record", str(kb / WAL.path), "--format", "json", "--root", str(kb)).out)
+    assert again["recorded"] == [] and again["already"] == [WAL.path]
+
+    write(kb / WAL.path, WAL.text)
+    git(kb, "add", WAL.path)
+    hook = run_kb("artifacts", "record", "--staged", "--format", "json", "--root", str(kb))
+    assert hook.code == 1 and json.loads(hook.out)["restage"] is True
+    assert run_kb("artifacts", "record", "--staged", "--format", "yaml", "--root", str(kb)).code == 2
