@@ -99,6 +99,16 @@ def test_init_in_current_folder_with_other_locale(tmp_path):
     assert run_kb("lint", cwd=kb).code == 0
 
 
+def test_init_takes_the_folder_as_root_option_like_every_command(tmp_path):
+    result = run_kb("init", "--root", str(tmp_path / "kb"), "--local-hooks")
+    assert result.code == 0, result.err
+    assert (tmp_path / "kb" / "KB.md").is_file()
+    assert run_kb("lint", "--root", str(tmp_path / "kb")).code == 0
+    both = run_kb("init", str(tmp_path / "a"), "--root", str(tmp_path / "b"))
+    assert both.code == 2 and both.err.startswith("kb: error: give the folder as DIR or --root")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 @pytest.mark.parametrize("locale", ["EN", "en/../x", "", "e"])
 def test_init_rejects_a_malformed_locale(tmp_path, locale):
     result = run_kb("init", str(tmp_path / "kb"), "--locale", locale)

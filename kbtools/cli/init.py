@@ -28,6 +28,9 @@ def register(app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="Create only the missing pieces; existing files are kept.")
         ] = False,
+        root_option: Annotated[
+            Optional[Path], typer.Option("--root", help="Same as DIR (every kb command takes --root).", file_okay=False)
+        ] = None,
     ) -> None:
         """Scaffold a KB: layout, KB.md, empty raw manifest, index, log, .pre-commit-config.yaml, .gitignore."""
         import datetime as dt
@@ -37,6 +40,9 @@ def register(app: typer.Typer) -> None:
         from kbtools.gitio import repo_root
         from kbtools.kb import scaffold as sc
 
+        if directory is not None and root_option is not None and directory.resolve() != root_option.resolve():
+            raise KbError("give the folder as DIR or --root, not two different ones", "kb init")
+        directory = directory or root_option
         root = (directory or Path.cwd()).resolve()
         if root.exists() and not root.is_dir():
             raise KbError("not a folder", str(directory))
