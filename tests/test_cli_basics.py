@@ -14,3 +14,25 @@ def test_unknown_command_is_a_one_line_usage_error(tmp_path):
     assert result.code == 2
     assert result.err.startswith("kb: error: ")
     assert "Traceback" not in result.err
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    """SIGINT while a command runs (here `kb redact --jsonl` waiting for its next line)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "kbtools", "redact", "--jsonl"], cwd=tmp_path, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"text": "hello"}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["text"] == "hello"  # running, inside its loop
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in err and len(err.splitlines()) <= 1
