@@ -166,6 +166,14 @@ def test_this_repository_is_a_knowledge_base_that_lints_clean():
     assert verify.code == 0, verify.err
 
 
+@pytest.mark.skipif(not (REPO_ROOT / ".git").exists(), reason="needs this project as a git checkout")
+def test_this_repositorys_whole_history_lints_clean():
+    """What CI should run: every commit since the first, so no raw edit hides behind a re-blessed manifest."""
+    first = git(REPO_ROOT, "rev-list", "--max-parents=0", "HEAD").split()[0]
+    result = run_kb("lint", "--since", first, "--root", str(REPO_ROOT))
+    assert result.code == 0, result.err
+
+
 def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path):
     """The README's `.kb.yaml` block, loaded as a config, equals the defaults (plus canonical_locale)."""
     import dataclasses
