@@ -255,6 +255,25 @@ def test_malformed_prior_rows_are_skipped_and_counted(env: IngestEnv) -> None:
     assert summary["malformed_prior_rows"] == 0
 
 
+# The reference's summary keys, in its order, minus its cluster counters (see README).
+REFERENCE_SUMMARY_KEYS = [
+    "run_id", "started_at", "finished_at", "dry_run", "discovered", "processed", "unchanged", "skipped",
+    "failed", "candidates", "rejected", "duplicates", "duplicate_code_blocks", "duplicate_error_logs", "errors",
+]
+
+
+def test_summary_has_the_reference_keys_then_derived_filter_counts_and_settings(env: IngestEnv) -> None:
+    omp_session(env)
+    summary, _ = env.run(write=False)
+    keys = list(summary)
+    assert keys[: len(REFERENCE_SUMMARY_KEYS)] == REFERENCE_SUMMARY_KEYS
+    assert {"derived_excluded", "internal_filtered", "carried_forward", "pruned", "malformed_prior_rows"} <= set(keys)
+    assert summary["derived_filter"]["enabled"] is True and summary["derived_filter"]["threshold"] == 0.8
+    assert summary["started_at"] <= summary["finished_at"] and summary["run_id"].startswith("kb-ingest-")
+    disabled, _ = env.run("--no-derived-filter", write=False)
+    assert disabled["derived_filter"]["enabled"] is False
+
+
 def test_run_ids_are_unique(env: IngestEnv) -> None:
     ids = {env.run(write=False)[0]["run_id"] for _ in range(3)}
     assert len(ids) == 3
