@@ -289,17 +289,26 @@ def files_at(layout: Layout, paths: Iterable[Path]) -> list[tuple[str, bytes]]:
 
 def staged_files(layout: Layout) -> list[tuple[str, bytes]]:
     """Staged notes and skills (added, copied, modified or renamed), with their staged content."""
-    from kbtools.gitio import GitFailed, git, git_bytes
+    from kbtools.gitio import GitFailed, git, git_bytes, repo_root
 
+    # Outside a repository `git diff --cached` falls back to `--no-index` and prints its whole usage.
+    if repo_root(layout.root) is None:
+        raise KbError("cannot list staged files: not a git repository", str(layout.root))
     try:
         listing = git(["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--relative"], layout.root)
     except GitFailed as exc:
-        raise KbError(f"cannot list staged files: {exc.stderr.strip() or 'not a git repository'}", str(layout.root)) from None
+        raise KbError(f"cannot list staged files: {_first_line(exc.stderr)}", str(layout.root)) from None
     out: list[tuple[str, bytes]] = []
     for rel_path in sorted(p for p in listing.split("\0") if p):
         if is_artifact_path(layout, rel_path):
             try:
                 out.append((rel_path, git_bytes(["show", f":./{rel_path}"], layout.root)))
             except GitFailed as exc:
-                raise KbError(f"cannot read staged file: {exc.stderr.strip()}", rel_path) from None
+                raise KbError(f"cannot read staged file: {_first_line(exc.stderr)}", rel_path) from None
     return out
+
+
+def _first_line(stderr: str) -> str:
+    """git's first line of complaint: an error is one line."""
+    lines = stderr.strip().splitlines()
+    return lines[0] if lines else "git failed"

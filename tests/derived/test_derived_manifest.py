@@ -158,7 +158,8 @@ def test_derived_filter_staged_outside_git_is_usage_error(tmp_path: Path) -> Non
     kb = tmp_path / "plain"
     kb.mkdir()
     result = run_kb("artifacts", "record", "--staged", "--root", str(kb))
-    assert result.code == 2 and "cannot list staged files" in result.err
+    assert result.code == 2
+    assert result.err == f"kb: error: cannot list staged files: not a git repository ({kb})\n"  # one line, no git usage
 
 
 def _sha256(text: str) -> str:
