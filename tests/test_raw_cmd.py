@@ -215,3 +215,12 @@ def test_raw_add_registers_a_file_copied_into_the_raw_layer_by_hand(kb):
     assert _manifest_lines(kb.root)[-1] == f"{hashlib.sha256(copied.read_bytes()).hexdigest()} en/dropped-in.md"
     again = run_kb("raw", "add", str(copied), cwd=kb.root)
     assert again.code == 2 and "already in the raw layer and registered" in again.err
+
+
+def test_raw_add_of_a_missing_file_or_a_folder_is_a_one_line_error(kb, tmp_path):
+    missing = run_kb("raw", "add", str(tmp_path / "nope.md"), cwd=kb.root)
+    assert missing.code == 2 and missing.err == f"kb: error: no such file ({tmp_path / 'nope.md'})\n"
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    result = run_kb("raw", "add", str(folder), cwd=kb.root)
+    assert result.code == 2 and result.err == f"kb: error: is a folder; give the evidence files themselves ({folder})\n"

@@ -136,6 +136,8 @@ def _registered_paths(layout: Layout) -> set[str]:
 
 def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, source_type: str | None,
               source_url: str | None, captured_at: dt.datetime) -> _Planned:
+    if source.is_dir():
+        raise KbError("is a folder; give the evidence files themselves", str(source))
     if not source.is_file():
         raise KbError("no such file", str(source))
     try:
