@@ -31,6 +31,15 @@ def test_each_check_fires_with_its_message(tmp_path, check):
     assert any(line == f"- {expected}" or line.startswith(f"- {expected} (") for line in lines[1:]), result.err
 
 
+def test_missing_canonical_log_is_named_once(tmp_path):
+    kb = make_kb(tmp_path / "kb", git=False)
+    kb.log.unlink()
+    result = lint(kb)
+    assert result.code == 1
+    problems = [line for line in result.err.splitlines() if line.startswith("- ")]
+    assert problems == ["- missing canonical log: src/content/information/zh-cn/kb-log.md"]
+
+
 def test_failure_header_counts_issues_with_singular_and_plural(tmp_path):
     kb = make_kb(tmp_path / "kb")
     kb.add_note("kindless", kind=None)
