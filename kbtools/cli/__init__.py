@@ -15,10 +15,10 @@ import typer
 
 from kbtools.errors import ExitCode, KbError
 
-try:  # typer >= 0.29 vendors click
+try:  # typer >= 0.26 vendors click
     from typer._click import exceptions as _click_exc
-except ImportError:  # pragma: no cover - older typer
-    from click import exceptions as _click_exc  # type: ignore[no-redef]
+except ImportError:  # pragma: no cover - typer < 0.26 depends on click
+    from click import exceptions as _click_exc  # type: ignore[no-redef, import-not-found, unused-ignore]
 
 # One module per command family, in the order `kb --help` lists them.
 COMMAND_MODULES = (
@@ -75,16 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:
         args = [a for a in args if a != "--debug"]
     try:
-        if args[:1] == ["lint"]:  # the pre-commit hook: skip typer's app build and coercion
-            from kbtools.cli.lint import fast_path
-
-            fast = fast_path(args[1:])
-            if fast is not None:
-                return fast
-        if args == ["hooks", "run", "pre-commit"]:  # the plain git hook: no typer coercion either
-            from kbtools.cli.hooks import run_pre_commit
-
-            return run_pre_commit()
         result = build_app()(args=args, prog_name="kb", standalone_mode=False)
     except KbError as exc:
         if debug:

@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
 
 
 def run_pre_commit() -> int:
-    """What the plain pre-commit hook runs (`kbtools.cli.main` calls this directly, skipping
-    typer's option coercion, which imports pydantic: a hook pays for every import)."""
+    """What the plain pre-commit hook runs: every step of ``PRE_COMMIT_STEPS``, in this process
+    (one interpreter start for the whole hook)."""
     from kbtools.kb.githooks import PRE_COMMIT_STEPS
 
     return run_steps(PRE_COMMIT_STEPS)

@@ -27,45 +27,6 @@ def register(app: typer.Typer) -> None:
         return _run(staged=staged, since=since, only=only, output_format=output_format, root=root)
 
 
-_VALUE_OPTIONS = {"--since": "since", "--only": "only", "--format": "output_format", "--root": "root"}
-
-
-def fast_path(args: list[str]) -> int | None:
-    """Run ``kb lint ARGS`` without building the typer app, or return None to let typer do it.
-
-    The pre-commit hook runs ``kb lint --staged`` on every commit; typer's option coercion
-    imports pydantic, which alone costs about as much as the staged checks. Anything this
-    small parser does not know (``--help``, an unknown or repeated option, a missing value)
-    falls back to typer, so help and usage errors stay typer's.
-    """
-    values: dict[str, str] = {}
-    staged = False
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name, eq, value = arg.partition("=")
-        if arg == "--staged" and not staged:
-            staged = True
-        elif name in _VALUE_OPTIONS and _VALUE_OPTIONS[name] not in values:
-            if not eq:
-                i += 1
-                if i >= len(args) or args[i].startswith("--"):
-                    return None
-                value = args[i]
-            values[_VALUE_OPTIONS[name]] = value
-        else:
-            return None
-        i += 1
-    root = values.get("root")
-    output_format = values.get("output_format", "text")
-    try:
-        _check_args(staged=staged, since=values.get("since"), only=values.get("only"), output_format=output_format)
-    except typer.BadParameter:
-        return None  # typer reports it, naming `kb lint --help`
-    return _run(staged=staged, since=values.get("since"), only=values.get("only"),
-                output_format=output_format, root=Path(root) if root is not None else None)
-
-
 def _check_args(*, staged: bool, since: str | None, only: str | None, output_format: str) -> tuple[str, ...]:
     """The chosen families; a bad combination or value is a usage error."""
     from kbtools.cli.common import check_format
