@@ -89,10 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kb: error: {exc.format_message()} ({where} --help)", file=sys.stderr)
         return int(ExitCode.USAGE)
     except typer.Exit as exc:
-        return int(exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        print("kb: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        result = exc.exit_code
+    except (KeyboardInterrupt, typer.Abort):  # typer < 0.26 (click) turns Ctrl-C into Abort
+        result = ExitCode.INTERRUPTED
     except BrokenPipeError:
         return int(ExitCode.OK)
     except Exception as exc:  # a bug: one line unless --debug
@@ -103,4 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-    return int(result) if isinstance(result, int) else int(ExitCode.OK)
+    code = int(result) if isinstance(result, int) else int(ExitCode.OK)
+    if code == ExitCode.INTERRUPTED:  # typer >= 0.26 turns Ctrl-C into a silent exit code 130
+        print("kb: interrupted", file=sys.stderr)
+    return code
