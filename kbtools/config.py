@@ -171,6 +171,25 @@ def _section(cls: type[T], name: str, value: Any, path: Path) -> T:
     return cls(**kwargs)
 
 
+# Bounds (inclusive; None = open) a number in the file must respect, so a bad value is
+# reported here, naming the file, not later by the command that uses it.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "derived.threshold": (0.0, 1.0),
+    "ingest.jobs": (1, None),
+    "ingest.max_text": (1, None),
+    "ingest.max_candidate": (1, None),
+    "ingest.hindsight_timeout": (0.001, None),
+    "ingest.hindsight_retries": (0, None),
+}
+
+
+def _bounded(key: str, value: float, where: str) -> None:
+    low, high = _BOUNDS.get(key, (None, None))
+    if (low is not None and value < low) or (high is not None and value > high):
+        limits = f"between {low:g} and {high:g}" if low is not None and high is not None else f"at least {low:g}"
+        raise ConfigError(f"'{key}' must be {limits}, got {value:g}", where)
+
+
 def _coerce(default: Any, annotation: Any, item: Any, key: str, path: Path) -> Any:
     where = f"{path}: {key}"
     kind = str(annotation)
@@ -189,10 +208,12 @@ def _coerce(default: Any, annotation: Any, item: Any, key: str, path: Path) -> A
     if isinstance(default, float) or kind == "float":
         if isinstance(item, bool) or not isinstance(item, (int, float)):
             raise ConfigError(f"'{key}' must be a number", where)
+        _bounded(key, item, where)
         return float(item)
     if isinstance(default, int) or kind.startswith("int"):
         if isinstance(item, bool) or not isinstance(item, int):
             raise ConfigError(f"'{key}' must be an integer", where)
+        _bounded(key, item, where)
         return item
     if not isinstance(item, str):
         raise ConfigError(f"'{key}' must be a string", where)

@@ -99,6 +99,21 @@ def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     assert result.err == f"kb: error: unknown key 'paths.rawz' ({kb.root / '.kb.yaml'})\n"
 
 
+@pytest.mark.parametrize("text,message", [
+    ("derived:\n  threshold: 1.5\n", "'derived.threshold' must be between 0 and 1, got 1.5 ({file}: derived.threshold)"),
+    ("ingest:\n  jobs: -1\n", "'ingest.jobs' must be at least 1, got -1 ({file}: ingest.jobs)"),
+    ("derived:\n  threshold: high\n", "'derived.threshold' must be a number ({file}: derived.threshold)"),
+    ("enums:\n  kind: 5\n", "'enums.kind' must be a list of strings ({file}: enums.kind)"),
+    ("- a\n- b\n", "top level must be a mapping ({file})"),
+])
+def test_bad_config_value_is_one_line_naming_key_and_file(tmp_path, text, message):
+    kb = make_kb(tmp_path / "kb")
+    (kb.root / ".kb.yaml").write_text(text)
+    result = lint(kb)
+    assert result.code == 2
+    assert result.err == "kb: error: " + message.format(file=kb.root / ".kb.yaml") + "\n"
+
+
 def test_ambiguous_canonical_locale_is_a_config_error(tmp_path):
     kb = make_kb(tmp_path / "kb")
     other = kb.root / "src/content/information/en"
