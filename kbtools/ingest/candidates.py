@@ -21,7 +21,7 @@ import re
 from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -450,10 +450,14 @@ def _unique(matches: Iterable[str], limit: int) -> list[str]:
 def _environments(text: str, words: set[str]) -> list[str]:
     """Named platforms and tools, canonically spelt, in order of first mention."""
     low = text.lower()
-    found = {ENVIRONMENTS[w]: low.find(w) for w in words & ENVIRONMENTS.keys()}
+    found: dict[str, int] = {}
+    for word in words & ENVIRONMENTS.keys():
+        # Two words name Node.js: the earlier mention counts (not the one a set yields last).
+        name, pos = ENVIRONMENTS[word], low.find(word)
+        found[name] = min(pos, found.get(name, pos))
     if "arch linux" in low:
         found["Arch Linux"] = low.find("arch linux")
-    return sorted(found, key=found.__getitem__)[:ENV_MATCHES]
+    return sorted(found, key=lambda name: (found[name], name))[:ENV_MATCHES]
 
 
 def _versions(text: str) -> Iterator[str]:
@@ -576,6 +580,36 @@ def build_candidates(
     return CandidateBatch(tuple(out), truncated)
 
 
+@dataclass(frozen=True)
+class DedupKey:
+    """What the ledger-wide duplicate marking needs of one candidate, computed where
+    the candidate is built (a worker process), so the ledger writer gets no text."""
+
+    fingerprint: str
+    candidate_id: str
+    marking: tuple[object, object]  # (decision, duplicate_of) as the candidate's line has them
+    code_blocks: tuple[bytes, ...]  # digests of its fenced code bodies (see _digests)
+    error_logs: tuple[bytes, ...]  # digests of its error messages
+
+    @classmethod
+    def of(cls, candidate: Mapping[str, object]) -> DedupKey:
+        text = str(candidate.get("text", ""))
+        bodies = _FENCE_BODY.findall(text) if "```" in text else ()
+        errors = candidate.get("error_messages")
+        return cls(
+            str(candidate.get("fingerprint", "")),
+            str(candidate.get("candidate_id", "")),
+            (candidate.get("decision"), candidate.get("duplicate_of")),
+            _digests(bodies),
+            _digests(str(e) for e in errors) if isinstance(errors, list) else (),
+        )
+
+
+def marking(duplicate_of: str) -> tuple[str, str]:
+    """(decision, duplicate_of) of a candidate whose canonical twin is ``duplicate_of`` ("" if none)."""
+    return ("duplicate", duplicate_of) if duplicate_of else ("jotting", "")
+
+
 class Deduplicator:
     """Exact duplicates across the whole ledger, in ledger order: the first is canonical."""
 
@@ -584,19 +618,15 @@ class Deduplicator:
         self._code_blocks = _RepeatCounter()
         self._error_logs = _RepeatCounter()
 
+    def mark(self, key: DedupKey) -> str:
+        """The canonical candidate id this one duplicates, or "" when it is the first."""
+        first = self._canonical.setdefault(key.fingerprint, key.candidate_id)
+        self._code_blocks.add_all(key.code_blocks)
+        self._error_logs.add_all(key.error_logs)
+        return first if first != key.candidate_id else ""
+
     def apply(self, candidate: dict[str, object]) -> dict[str, object]:
-        fp = str(candidate.get("fingerprint", ""))
-        first = self._canonical.setdefault(fp, str(candidate.get("candidate_id", "")))
-        is_duplicate = first != candidate.get("candidate_id")
-        candidate["decision"] = "duplicate" if is_duplicate else "jotting"
-        candidate["duplicate_of"] = first if is_duplicate else ""
-        text = str(candidate.get("text", ""))
-        if "```" in text:
-            for body in _FENCE_BODY.findall(text):
-                self._code_blocks.add(body)
-        errors = candidate.get("error_messages")
-        for entry in errors if isinstance(errors, list) else ():
-            self._error_logs.add(str(entry))
+        candidate["decision"], candidate["duplicate_of"] = marking(self.mark(DedupKey.of(candidate)))
         return candidate
 
     @property
@@ -608,21 +638,28 @@ class Deduplicator:
         return self._error_logs.repeats
 
 
+def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:
+    """128-bit digests of the normalised texts of 40 characters or more: a run's
+    counts need no more, and the texts are not kept."""
+    out = []
+    for text in texts:
+        # normalize_text, without NFKC for ASCII text (the same result).
+        norm = " ".join(text.lower().split()) if text.isascii() else normalize_text(text)
+        if len(norm) >= 40:
+            out.append(hashlib.blake2b(norm.encode("utf-8", "replace"), digest_size=16).digest())
+    return tuple(out)
+
+
 class _RepeatCounter:
     """How many normalised texts (≥ 40 chars) repeat one seen before."""
 
     def __init__(self) -> None:
-        # 128-bit digests: a run's counts need no more, and the texts are not kept.
         self._seen: set[bytes] = set()
         self.repeats = 0
 
-    def add(self, text: str) -> None:
-        # normalize_text, without NFKC and regex for ASCII text (the same result).
-        norm = " ".join(text.lower().split()) if text.isascii() else normalize_text(text)
-        if len(norm) < 40:
-            return
-        digest = hashlib.blake2b(norm.encode("utf-8", "replace"), digest_size=16).digest()
-        if digest in self._seen:
-            self.repeats += 1
-        else:
-            self._seen.add(digest)
+    def add_all(self, digests: Iterable[bytes]) -> None:
+        for digest in digests:
+            if digest in self._seen:
+                self.repeats += 1
+            else:
+                self._seen.add(digest)

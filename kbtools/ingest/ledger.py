@@ -369,7 +369,14 @@ class PriorState:
 
 @dataclass
 class SourceRows:
-    """Everything one source contributes to the ledgers."""
+    """Everything one source contributes to the ledgers.
+
+    Candidates come as rows (``candidates``, each with its stored line in
+    ``candidate_lines`` when it may be written back as it is, else None), or
+    *packed*: ``candidates`` empty, ``candidate_lines`` every line as bytes and
+    ``candidate_keys`` what the duplicate marking needs of each — what a worker
+    process sends back (bytes pickle in a copy; a row of fifty fields does not).
+    """
 
     manifest: Row
     candidates: list[Row] = field(default_factory=list)
@@ -377,11 +384,20 @@ class SourceRows:
     events: list[Row] = field(default_factory=list)
     # Prior candidates the control-plane filter dropped on this run.
     internal_dropped: int = 0
-    # Per candidate: its stored line when it may be written back as it is.
     candidate_lines: list[bytes | None] = field(default_factory=list)
+    candidate_keys: list[Any] = field(default_factory=list)
+
+    @property
+    def packed(self) -> bool:
+        return not self.candidates
+
+    def lines_of_candidates(self) -> list[bytes]:
+        if self.packed:
+            return [line for line in self.candidate_lines if line is not None]
+        stored = self.candidate_lines if len(self.candidate_lines) == len(self.candidates) else ()
+        return [line or dumps(row) for row, line in zip(self.candidates, stored or [None] * len(self.candidates))]
 
     def by_ledger(self) -> Iterator[tuple[str, list[Row]]]:
-        yield "candidates", self.candidates
         yield "rejected", self.rejected
         yield "events", self.events
         yield "manifest", [self.manifest]
@@ -418,18 +434,23 @@ class WriteSink(LedgerSink):
             self._temps[name] = tmp
             self._final[name] = os.fdopen(fd, "wb")
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
+        self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        lines = rows.lines_of_candidates()
+        self._final["candidates"].write(b"".join(lines))
+        if journal:
+            self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in rows.by_ledger():
-            out = self._final[name]
-            if name == "candidates" and len(rows.candidate_lines) == len(items):
-                # Lines prepared by the caller (stored bytes reused, or fresh dumps).
-                out.write(b"".join(line or dumps(row) for row, line in zip(items, rows.candidate_lines)))
-            else:
-                for row in items:
-                    out.write(dumps(row))
+            self._final[name].write(b"".join(dumps(row) for row in items))
             if journal:
                 self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
+
+    def _tagged(self, line: bytes) -> bytes:
+        """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
+        if len(line) > 3 and line.endswith(b"}\n"):
+            return line[:-2] + self._tag
+        return dumps({**json.loads(line), RUN_TAG: self.run_id})
 
     def persist_partial(self) -> None:
         if not any(self._pending.values()):

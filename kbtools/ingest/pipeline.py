@@ -33,6 +33,7 @@ Exact duplicates are marked in ledger order.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -48,12 +49,14 @@ from kbtools.ingest import hashing, ledger
 from kbtools.ingest.candidates import (
     ROLES,
     Deduplicator,
+    DedupKey,
     KeptRecord,
     NoteIndex,
     SourceMeta,
     build_candidates,
     candidate_id,
     is_internal_candidate,
+    marking,
 )
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
@@ -141,11 +144,12 @@ class Counts:
     pruned: int = 0
     internal_filtered: int = 0
 
-    def add(self, rows: SourceRows) -> None:
+    def add(self, rows: SourceRows, duplicates: int) -> None:
+        """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
         status = rows.manifest["parse_status"]
         setattr(self, status, getattr(self, status) + 1)
-        self.candidates += len(rows.candidates)
-        self.duplicates += sum(1 for c in rows.candidates if c.get("decision") == "duplicate")
+        self.candidates += len(rows.candidate_lines)
+        self.duplicates += duplicates
         self.rejected += len(rows.rejected)
         self.errors += bool(rows.manifest.get("error"))
         self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
@@ -199,11 +203,21 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
                                locator_key=locator_key, stat_key=stat_key)
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format,
                       created_at, updated_at)
-    rows = build_rows(unit, meta, error, ctx)
+    rows = pack_rows(build_rows(unit, meta, error, ctx))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
     return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
                        stat_key=stat_key)
+
+
+def pack_rows(rows: SourceRows) -> SourceRows:
+    """The same rows with each candidate as its ledger line and its :class:`DedupKey`
+    (lines not stored yet are serialised here, in the worker that built them)."""
+    if rows.packed:
+        return rows
+    lines = rows.lines_of_candidates()
+    keys = [DedupKey.of(candidate) for candidate in rows.candidates]
+    return dataclasses.replace(rows, candidates=[], candidate_lines=list(lines), candidate_keys=keys)
 
 
 def _cacheable(unit: SourceUnit, ctx: ProcessContext) -> list[Any] | None:
@@ -683,19 +697,21 @@ class _RunState:
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         self.emitted.add(rows.manifest["source_key"])
-        stored = rows.candidate_lines if len(rows.candidate_lines) == len(rows.candidates) else []
+        rows = pack_rows(rows)
         lines: list[bytes | None] = []
-        for i, candidate in enumerate(rows.candidates):
-            marking = candidate.get("decision"), candidate.get("duplicate_of")
-            self.dedup.apply(candidate)
-            line = stored[i] if stored and marking == (candidate["decision"], candidate["duplicate_of"]) else None
-            if self.request.write and line is None:
+        duplicates = 0
+        for line, key in zip(rows.candidate_lines, rows.candidate_keys):
+            decision, duplicate_of = marking(self.dedup.mark(key))
+            duplicates += decision == "duplicate"
+            if (decision, duplicate_of) != key.marking:  # rare: parse, mark, serialise again
+                assert line is not None
+                candidate = json.loads(line)
+                candidate["decision"], candidate["duplicate_of"] = decision, duplicate_of
                 line = ledger.dumps(candidate)
             lines.append(line)
-        if self.request.write:
-            rows.candidate_lines = lines
-            rows.manifest["rows_digest"] = rows_digest(line for line in lines if line is not None)
-        self.counts.add(rows)
+        rows.candidate_lines = lines
+        rows.manifest["rows_digest"] = rows_digest(line for line in lines if line is not None)
+        self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
 
     def persist(self) -> None:

@@ -387,7 +387,7 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         remote = pool.submit(process_unit, ref, ctx).result()
     local = process_unit(ref, ctx)
-    assert remote == local and remote.rows is not None and len(remote.rows.candidates) == 1
+    assert remote == local and remote.rows is not None and len(remote.rows.candidate_lines) == 1
 
 
 def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: IngestEnv) -> None:
