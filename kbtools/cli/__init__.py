@@ -20,7 +20,7 @@ try:  # typer >= 0.26 vendors click
 except ImportError:  # pragma: no cover - typer < 0.26 depends on click
     from click import exceptions as _click_exc  # type: ignore[no-redef, import-not-found, unused-ignore]
 
-# One module per command family, in the order `kb --help` lists them.
+# One module per command family; `kb --help` lists their commands in this order, then their groups.
 COMMAND_MODULES = (
     "init",
     "lint",

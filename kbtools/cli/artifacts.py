@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(artifacts)
 
-    @artifacts.command("record")
+    @artifacts.command("record", short_help="Record emitted artifacts in the artifact manifest.")
     def record(
         paths: Annotated[
             Optional[list[Path]],

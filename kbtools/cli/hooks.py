@@ -15,11 +15,12 @@ from kbtools.cli.common import RootOption
 def register(app: typer.Typer) -> None:
     hooks = typer.Typer(
         name="hooks", help="Plain git hooks for repositories that don't use the pre-commit framework.",
+        short_help="Plain git hooks, without the pre-commit framework.",
         no_args_is_help=True,
     )
     app.add_typer(hooks)
 
-    @hooks.command("install")
+    @hooks.command("install", short_help="Install the kb pre-commit hook (core.hooksPath).")
     def install(
         root: RootOption = None,
         path: Annotated[
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
             print(f"replaced core.hooksPath '{result.previous_hooks_path}'")
         print(f"core.hooksPath = {result.hooks_dir}: commits now run `kb hooks run pre-commit`")
 
-    @hooks.command("uninstall")
+    @hooks.command("uninstall", short_help="Unset core.hooksPath if it points at kb's hooks.")
     def uninstall(root: RootOption = None) -> None:
         """Unset core.hooksPath if it points at a kb hooks folder (the folder is kept)."""
         from kbtools.kb import githooks
@@ -49,7 +50,7 @@ def register(app: typer.Typer) -> None:
         previous = githooks.uninstall(root or Path.cwd())
         print(f"unset core.hooksPath (was {previous})" if previous else "core.hooksPath was not set")
 
-    @hooks.command("run")
+    @hooks.command("run", short_help="Run a plain git hook's steps (called by the hook script).")
     def run(
         hook: Annotated[str, typer.Argument(help="Hook to run: pre-commit.")],
     ) -> None:

@@ -9,7 +9,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("init")
+    @app.command("init", short_help="Scaffold a knowledge base in DIR (default: here).")
     def init(
         directory: Annotated[
             Optional[Path], typer.Argument(help="Folder of the new KB (created if missing; default: the current folder).")

@@ -13,7 +13,7 @@ FORMATS = ("text", "json", "github")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("lint")
+    @app.command("lint", short_help="Check raw evidence, notes, index, log and secrets.")
     def lint(
         staged: Annotated[bool, typer.Option("--staged", help="Compare the index with HEAD (the pre-commit hook).")] = False,
         since: Annotated[Optional[str], typer.Option(

@@ -11,7 +11,7 @@ from kbtools.cli.common import RootOption
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("promote")
+    @app.command("promote", short_help="Write a ledger candidate into the raw layer as evidence.")
     def promote(
         candidate_id: Annotated[str, typer.Argument(help="Candidate id from candidates.jsonl (a unique prefix of 8+ characters is enough).")],
         slug: Annotated[Optional[str], typer.Option("--slug", help="Raw slug (default: from the candidate's prompt and id).")] = None,

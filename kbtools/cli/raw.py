@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     raw = typer.Typer(name="raw", help="Add raw evidence; verify the raw manifest.", no_args_is_help=True)
     app.add_typer(raw)
 
-    @raw.command("add")
+    @raw.command("add", short_help="Copy evidence into the raw layer; append its manifest line.")
     def add(
         files: Annotated[list[Path], typer.Argument(help="Evidence files: Markdown, or UTF-8 text (wrapped in a "
                                                          "fenced block). Binary files are refused.")],
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         print(f"next: list each new slug in {layout.rel(layout.index)} and log the ingest in "
               f"{layout.rel(layout.log)}")
 
-    @raw.command("verify")
+    @raw.command("verify", short_help="Check the raw manifest only.")
     def verify(root: RootOption = None, output_format: FormatOption = "text") -> None:
         """Manifest checks only: manifest present and well-formed, every raw file registered, hashes match,
         every entry exists, raw frontmatter complete. No git: works on an export or tarball too (`kb lint` adds

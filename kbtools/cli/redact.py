@@ -14,7 +14,7 @@ from kbtools.config import RedactionConfig
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("redact")
+    @app.command("redact", short_help="Redact secrets and private details: stdin to stdout.")
     def redact(
         jsonl: Annotated[bool, typer.Option(
             "--jsonl",

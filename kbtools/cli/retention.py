@@ -34,12 +34,13 @@ REFUSAL_HINT = (
 
 def register(app: typer.Typer) -> None:
     retention = typer.Typer(
+        short_help="Identifier-retention gate for rewritten notes.",
         help="Identifier-retention gate: a rewrite of a note may not silently drop the identifiers "
         "(paths, shas, dates, versions, URLs, ...) that anchor it.",
         no_args_is_help=True,
     )
 
-    @retention.command("check")
+    @retention.command("check", short_help="Warn or refuse when a rewrite drops identifiers.")
     def check(
         old: Annotated[Optional[str], typer.Argument(
             help="The previous version (a file; '-' or a missing file: a new page, never refused).",
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
         _render_pair(verdict, limit, old, new, fmt)
         return int(ExitCode.FINDINGS if verdict.refused else ExitCode.OK)
 
-    @retention.command("probe")
+    @retention.command("probe", short_help="Replay the gate over the history of the notes.")
     def probe(
         rev_range: Annotated[str, typer.Argument(
             help="Commits to replay, as git log takes them (default: all of HEAD).")] = "HEAD",

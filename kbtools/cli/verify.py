@@ -13,7 +13,7 @@ from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("verify")
+    @app.command("verify", short_help="Fail if an evidence candidate quotes an emitted artifact.")
     def verify(
         derived_filter: Annotated[
             bool,
