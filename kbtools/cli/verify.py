@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
 
         check_format(fmt, ("text", "json"))
         config, layout = open_kb(root)
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise typer.BadParameter(f"must be between 0 and 1, got {threshold:g}", param_hint="--threshold")
         limit = threshold if threshold is not None else config.derived.threshold
         derived = DerivedFilter.load(layout, threshold=limit)
         for warning in derived.warnings:

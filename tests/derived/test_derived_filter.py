@@ -168,7 +168,8 @@ def test_derived_filter_a7_threshold_flag_in_verify(kb: Path) -> None:
     assert run_kb("verify", "--root", str(kb)).code == 0
     assert run_kb("verify", "--root", str(kb), "--threshold", "0.2").code == 1
     out_of_range = run_kb("verify", "--root", str(kb), "--threshold", "1.5")
-    assert out_of_range.code == 2 and "between 0 and 1" in out_of_range.err
+    assert out_of_range.code == 2
+    assert out_of_range.err == "kb: error: Invalid value for --threshold: must be between 0 and 1, got 1.5 (kb verify --help)\n"
     write(manifest(kb), "{not a row\n")
     broken_manifest = run_kb("verify", "--root", str(kb))
     assert broken_manifest.code == 2 and ".manifest.jsonl:1" in broken_manifest.err
