@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
     @retention.command("check", short_help="Warn or refuse when a rewrite drops identifiers.")
     def check(
         old: Annotated[Optional[str], typer.Argument(
-            help="The previous version (a file; '-' or a missing file: a new page, never refused).",
+            help="The previous version (a file; '-' for a new page, never refused).",
             show_default=False)] = None,
         new: Annotated[Optional[str], typer.Argument(
             help="The rewritten version (a file; '-' reads standard input).", show_default=False)] = None,
@@ -112,8 +112,8 @@ def _read_old(name: str) -> str | None:
         return None
     path = Path(name)
     if not path.exists():
-        print(f"kb: notice: {name} does not exist: checked as a new page", file=sys.stderr)
-        return None
+        # A typo in OLD must not pass the gate as a "new page": say '-' for that.
+        raise KbError("previous version not found (use '-' for a new page)", name)
     return _read(path)
 
 

@@ -54,12 +54,13 @@ def test_threshold_flag_zero_warns_only(tmp_path):
     assert result.code == 0 and "warning only" in result.err
 
 
-def test_dash_or_a_missing_old_is_a_new_page(tmp_path):
+def test_dash_old_is_a_new_page_and_a_missing_old_is_an_error(tmp_path):
     new = write(tmp_path / "new.md", OLD)
     dash = run_kb("retention", "check", "-", str(new), "--threshold", "1", "--format", "json", cwd=tmp_path)
     assert dash.code == 0 and json.loads(dash.out)["new_page"] is True
     missing = run_kb("retention", "check", str(tmp_path / "nope.md"), str(new), "--threshold", "1", cwd=tmp_path)
-    assert missing.code == 0 and "does not exist: checked as a new page" in missing.err
+    assert missing.code == 2 and missing.err.startswith("kb: error: previous version not found")
+    assert len(missing.err.splitlines()) == 1
 
 
 def test_dash_new_reads_standard_input(tmp_path):
