@@ -35,7 +35,7 @@ COMMAND_MODULES = (
 )
 
 
-def build_app() -> typer.Typer:
+def build_app(modules: Sequence[str] = COMMAND_MODULES) -> typer.Typer:
     app = typer.Typer(
         name="kb",
         help="Lint, protect and feed a knowledge base written with coding agents.",
@@ -63,7 +63,7 @@ def build_app() -> typer.Typer:
         Add --debug anywhere to see the traceback of an unexpected error.
         """
 
-    for name in COMMAND_MODULES:
+    for name in modules:
         module = importlib.import_module(f"kbtools.cli.{name}")
         module.register(app)
     return app
@@ -75,7 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:
         args = [a for a in args if a != "--debug"]
     try:
-        result = build_app()(args=args, prog_name="kb", standalone_mode=False)
+        # Only the command being run is imported and built (each module is named after its
+        # command); help, --version and an unknown name get every command.
+        modules = args[:1] if args[:1] and args[0] in COMMAND_MODULES else COMMAND_MODULES
+        result = build_app(modules)(args=args, prog_name="kb", standalone_mode=False)
     except KbError as exc:
         if debug:
             raise

@@ -77,9 +77,9 @@ def run_steps(steps: Sequence[tuple[str, ...]]) -> int:
     A step whose command (or its last option) this `kb` does not have is
     skipped with a notice, so the hook works while a command is not built yet.
     """
-    from kbtools.cli import build_app, main
+    from kbtools.cli import COMMAND_MODULES, build_app, main
 
-    tree = _click_tree(build_app())
+    tree = _click_tree(build_app([m for m in dict.fromkeys(step[0] for step in steps) if m in COMMAND_MODULES]))
     worst = 0
     for i, argv in enumerate(steps):
         if i == len(steps) - 1 and worst:
