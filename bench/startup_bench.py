@@ -1,6 +1,6 @@
 """Start-up cost of `kb` and wall time of every staged hook command.
 
-Usage: python bench/startup_bench.py [--raws N] [--notes N] [--runs N] [--kb CMD] [--imports]
+Usage: python bench/startup_bench.py [--raws N] [--notes N] [--runs N] [--kb SPEC]... [--imports]
 
 Generates a small KB (bench/lint_bench.py's generator, committed), edits three notes (one
 appended paragraph each, so every identifier is kept) and stages them, then times, best of
@@ -10,24 +10,28 @@ appended paragraph each, so every identifier is kept) and stages them, then time
 - `kb lint --staged`, `kb retention check --staged`, `kb artifacts record --staged` (the
   hooks of .pre-commit-hooks.yaml; SPEC §9's budget is 300 ms wall for the staged hook).
 
-``--kb`` picks the interpreter running ``-m kbtools`` (default: this one), so two venvs
-can be compared on one KB. With ``--imports`` it also prints, for every command, the
-cumulative import time of the heaviest modules under ``python -X importtime -m kbtools
-<cmd> --help``.
+``--kb '[VAR=value ...] PYTHON'`` picks the interpreter running ``-m kbtools`` (default: this
+one); repeat it to compare, e.g. another venv with an older tree on ``PYTHONPATH``. The
+interpreters take turns, so a busy machine slows them alike. With ``--imports`` it also
+prints the cumulative import time of the heaviest modules under ``python -X importtime -m
+kbtools <cmd> --help`` for every command, and under each hook command itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lint_bench import LOCALE, RUN_ENV, best_of, generate_kb  # noqa: E402
+from lint_bench import LOCALE, RUN_ENV, generate_kb  # noqa: E402
 
 HOOK_COMMANDS = (
     ("--version",),
@@ -54,10 +58,10 @@ def stage_three_notes(root: Path) -> None:
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
 
 
-def import_costs(kb: list[str], argv: tuple[str, ...], cwd: Path) -> tuple[float, dict[str, float]]:
-    """Total and per-heavy-module cumulative import time (ms) of ``kb ARGV --help``."""
-    proc = subprocess.run([kb[0], "-X", "importtime", *kb[1:], *argv, "--help"], cwd=cwd,
-                          capture_output=True, text=True, env=RUN_ENV)
+def import_costs(kb: Interpreter, argv: tuple[str, ...], cwd: Path) -> tuple[float, dict[str, float]]:
+    """Total and per-heavy-module cumulative import time (ms) of ``kb ARGV``."""
+    proc = subprocess.run([kb.python, "-X", "importtime", "-m", "kbtools", *argv], cwd=cwd,
+                          capture_output=True, text=True, env=kb.env)
     heavy: dict[str, float] = {}
     total = 0.0
     for line in proc.stderr.splitlines():
@@ -73,15 +77,46 @@ def import_costs(kb: list[str], argv: tuple[str, ...], cwd: Path) -> tuple[float
     return total, heavy
 
 
+@dataclass(frozen=True)
+class Interpreter:
+    """``[VAR=value ...] PYTHON``: the python that runs ``-m kbtools``, with extra environment
+    (e.g. ``PYTHONPATH=/tmp/old-tree /tmp/old-venv/bin/python`` for an older kbtools)."""
+
+    label: str
+    python: str
+    env: dict[str, str]
+
+    @classmethod
+    def parse(cls, spec: str) -> Interpreter:
+        *assignments, python = shlex.split(spec)
+        extra = dict(a.split("=", 1) for a in assignments)
+        return cls(spec, python, {**RUN_ENV, **extra})
+
+
+def interleaved_best(runs: int, kbs: list[Interpreter], argv: tuple[str, ...], cwd: Path) -> list[float]:
+    """Best wall time of each interpreter, taking turns so a busy machine hurts them alike."""
+    best = [float("inf")] * len(kbs)
+    for _ in range(runs + 1):  # the first round warms the page cache
+        for i, kb in enumerate(kbs):
+            start = time.perf_counter()
+            proc = subprocess.run([kb.python, "-m", "kbtools", *argv], cwd=cwd, capture_output=True, env=kb.env)
+            elapsed = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise SystemExit(f"{kb.label}: kb {' '.join(argv)} exited {proc.returncode}: {proc.stderr[:500]!r}")
+            best[i] = min(best[i], elapsed)
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raws", type=int, default=200)
     ap.add_argument("--notes", type=int, default=50)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--kb", default=sys.executable, help="python that runs -m kbtools")
+    ap.add_argument("--kb", action="append", metavar="'[VAR=value ...] PYTHON'",
+                    help="interpreter running -m kbtools; repeat to compare (default: this python)")
     ap.add_argument("--imports", action="store_true")
     args = ap.parse_args(argv)
-    kb = [args.kb, "-m", "kbtools"]
+    kbs = [Interpreter.parse(spec) for spec in (args.kb or [sys.executable])]
     with tempfile.TemporaryDirectory(prefix="kb-startup-bench-") as tmp:
         root = Path(tmp) / "kb"
         root.mkdir()
@@ -89,18 +124,23 @@ def main(argv: list[str] | None = None) -> int:
         stage_three_notes(root)
         # The first record adds the staged notes to the artifact manifest (exit 1, the hook
         # convention); stage that too so every timed run is the steady state.
-        subprocess.run([*kb, "artifacts", "record", "--staged"], cwd=root, capture_output=True)
+        first = kbs[0]
+        subprocess.run([first.python, "-m", "kbtools", "artifacts", "record", "--staged"], cwd=root,
+                       capture_output=True, env=first.env)
         subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-        print(f"KB: {args.raws} raw files, {args.notes} notes; 3 staged notes; best of {args.runs}")
+        print(f"KB: {args.raws} raw files, {args.notes} notes; 3 staged notes; best of {args.runs}, interleaved")
+        print("| command | " + " | ".join(f"`{kb.label}`" for kb in kbs) + " |")
+        print("| --- |" + " --- |" * len(kbs))
         for command in HOOK_COMMANDS:
-            seconds = best_of(args.runs, [*kb, *command], root)
-            print(f"kb {' '.join(command)}: {seconds * 1000:.0f} ms")
+            best = interleaved_best(args.runs, kbs, command, root)
+            print(f"| `kb {' '.join(command)}` | " + " | ".join(f"{s * 1000:.0f} ms" for s in best) + " |")
         if args.imports:
-            print("\nimport time of `kb <cmd> --help` (ms, cumulative; heavy modules only)")
-            for command in HELP_COMMANDS:
-                total, heavy = import_costs(kb, command, root)
-                shown = ", ".join(f"{k} {v:.0f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
-                print(f"kb {' '.join(command) or '(root)'}: {total:.0f} ms — {shown or 'nothing heavy'}")
+            for kb in kbs:
+                print(f"\nimport time with `{kb.label}` (ms, cumulative; heavy modules only)")
+                for command in (*((*c, "--help") for c in HELP_COMMANDS), *HOOK_COMMANDS):
+                    total, heavy = import_costs(kb, command, root)
+                    shown = ", ".join(f"{k} {v:.0f}" for k, v in sorted(heavy.items(), key=lambda kv: -kv[1]))
+                    print(f"kb {' '.join(command)}: {total:.0f} ms — {shown or 'nothing heavy'}")
     return 0
 
 
