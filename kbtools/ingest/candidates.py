@@ -17,11 +17,12 @@ what the turn actually contains instead of being constants.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -580,6 +581,9 @@ def build_candidates(
     return CandidateBatch(tuple(out), truncated)
 
 
+_DECODER = json.JSONDecoder()
+
+
 @dataclass(frozen=True)
 class DedupKey:
     """What the ledger-wide duplicate marking needs of one candidate, computed where
@@ -593,13 +597,31 @@ class DedupKey:
 
     @classmethod
     def of(cls, candidate: Mapping[str, object]) -> DedupKey:
-        text = str(candidate.get("text", ""))
+        return cls._make(candidate.get)
+
+    @classmethod
+    def of_line(cls, line: bytes) -> DedupKey:
+        """The key of a stored candidate line, decoding only the fields it needs
+        (a top-level key is the only place ``"name":`` appears unescaped)."""
+        row = line.decode("utf-8")
+
+        def value(name: str, default: object = None) -> object:
+            if name == "text" and "```" not in row:
+                return ""  # only its fenced code blocks are needed
+            at = row.find(f'"{name}":')
+            return default if at < 0 else _DECODER.raw_decode(row, at + len(name) + 3)[0]
+
+        return cls._make(value)
+
+    @classmethod
+    def _make(cls, value: Callable[..., object]) -> DedupKey:
+        text = str(value("text", ""))
         bodies = _FENCE_BODY.findall(text) if "```" in text else ()
-        errors = candidate.get("error_messages")
+        errors = value("error_messages")
         return cls(
-            str(candidate.get("fingerprint", "")),
-            str(candidate.get("candidate_id", "")),
-            (candidate.get("decision"), candidate.get("duplicate_of")),
+            str(value("fingerprint", "")),
+            str(value("candidate_id", "")),
+            (value("decision"), value("duplicate_of")),
             _digests(bodies),
             _digests(str(e) for e in errors) if isinstance(errors, list) else (),
         )

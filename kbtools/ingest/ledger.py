@@ -188,6 +188,31 @@ def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
         yield from scan_ledger(fh, ledger)
 
 
+_SOURCE_KEY = b'"source_key":"'
+_RUN_KEY = b'"' + RUN_TAG.encode() + b'":"'
+_CANDIDATE_KEYS = (b'"candidate_id":"', b'"text":"', b'"fingerprint":"')
+
+
+def _candidate_keys(line: bytes) -> tuple[str | None, str | None]:
+    """(source_key, run tag) of a whole candidate line as written here, or
+    (None, None) when it must be parsed. A key with its quotes occurs unescaped
+    only as a key: inside a string value every quote is escaped."""
+    if not (line.startswith(b'{"') and line.endswith(b'}\n')) or not all(k in line for k in _CANDIDATE_KEYS):
+        return None, None
+    values: list[str | None] = []
+    for name in (_SOURCE_KEY, _RUN_KEY):
+        at = line.find(name)
+        if at < 0:
+            values.append(None)
+            continue
+        end = line.find(b'"', at + len(name))
+        value = line[at + len(name):end]
+        if end < 0 or b"\\" in value or not value.isascii():
+            return None, None
+        values.append(value.decode("ascii"))
+    return (values[0], values[1]) if values[0] else (None, None)
+
+
 # --------------------------------------------------------------------------- prior state
 
 
@@ -239,16 +264,15 @@ class PriorState:
         state._load(output_dir)
         return state
 
-    def _open(self, path: Path, ledger: str) -> tuple[int, Iterator[tuple[Row | None, int]]]:
+    def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
         """Open a ledger once: it is indexed now and read back through the same handle
         later, so a file replaced meanwhile (a concurrent ``--write``) cannot shift offsets."""
         number = len(self._files)
         self._files.append(path)
         handle = open_ledger(path)
-        if handle is None:
-            return number, iter(())
-        self._handles[number] = handle
-        return number, scan_ledger(handle, ledger)
+        if handle is not None:
+            self._handles[number] = handle
+        return number, handle
 
     def _load(self, output_dir: Path) -> None:
         main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), journal=False)
@@ -287,8 +311,8 @@ class PriorState:
     def _manifest_groups(self, path: Path, *, journal: bool) -> dict[str, list[PriorSource]]:
         groups: dict[str, list[PriorSource]] = {}
         runs: dict[str, object] = {}
-        number, rows = self._open(path, "manifest")
-        for row, offset in rows:
+        number, handle = self._open(path)
+        for row, offset in scan_ledger(handle, "manifest") if handle is not None else ():
             if row is None:
                 self.malformed += 1
                 continue
@@ -323,16 +347,30 @@ class PriorState:
     def _row_index(self, path: Path, ledger: str, *, journal: bool) -> dict[str, list[tuple[int, int]]]:
         index: dict[str, list[tuple[int, int]]] = {}
         runs: dict[str, object] = {}
-        number, rows = self._open(path, ledger)
-        for row, offset in rows:
-            if row is None:
-                self.malformed += 1
-                continue
-            key = row["source_key"]
-            if journal and runs.get(key) != row.get(RUN_TAG):
-                runs[key] = row.get(RUN_TAG)
+        number, handle = self._open(path)
+        if handle is None:
+            return index
+        offset = 0
+        for line in handle:
+            start, offset = offset, offset + len(line)
+            if ledger == "candidates":
+                # Most of the ledger's bytes: its keys are read off the line, not parsed
+                # (a candidate is parsed, or its bytes checked by digest, when reused).
+                key, run = _candidate_keys(line)
+            else:
+                key = run = None
+            if key is None:
+                if not line.strip():
+                    continue
+                row = _parse(line, ledger)
+                if row is None:
+                    self.malformed += 1
+                    continue
+                key, run = row["source_key"], row.get(RUN_TAG)
+            if journal and runs.get(key) != run:
+                runs[key] = run
                 index[key] = []
-            index.setdefault(key, []).append((number, offset))
+            index.setdefault(key, []).append((number, start))
         return index
 
     def read_line(self, location: tuple[int, int]) -> bytes:
@@ -409,6 +447,11 @@ class LedgerSink:
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         pass
 
+    @property
+    def pending(self) -> bool:
+        """Rows journalled since the last :meth:`persist_partial`."""
+        return False
+
     def persist_partial(self) -> None:
         pass
 
@@ -452,8 +495,12 @@ class WriteSink(LedgerSink):
             return line[:-2] + self._tag
         return dumps({**json.loads(line), RUN_TAG: self.run_id})
 
+    @property
+    def pending(self) -> bool:
+        return any(self._pending.values())
+
     def persist_partial(self) -> None:
-        if not any(self._pending.values()):
+        if not self.pending:
             return
         for name in COMMIT_ORDER:
             lines = self._pending[name]

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtools.config import Config
 from kbtools.errors import KbError
@@ -57,6 +57,7 @@ from kbtools.ingest.candidates import (
     candidate_id,
     is_internal_candidate,
     marking,
+    split_messages,
 )
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
@@ -65,6 +66,9 @@ from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import CHANGED_DURING_READ
 from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 PARTIAL_EVERY = 100
 # Files modified this close to the run's start are read again next time (see _cacheable).
@@ -107,6 +111,9 @@ class ProcessContext:
     # A file modified after this (ns since the epoch) may change again within
     # its mtime granularity: its version is not cached (git's "racy" entries).
     racy_after_ns: int = 0
+    # The derived filter's artifact set and threshold (see derived_key), part of
+    # every candidate-lines digest: a changed set means stored lines are re-checked.
+    derived_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,16 +185,10 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     """
     from kbtools.ingest import sources
 
+    cached = stat_cached(ref, ctx)
+    if cached is not None:
+        return cached
     locator_key = sha256_hex(f"{ref.tool}\0{ref.locator}")
-    cached = ctx.by_locator.get(locator_key)
-    if (
-        cached is not None
-        and ref.stat_key is not None
-        and cached.stat_key == ledger.stat_json(ref.stat_key)
-        and reusable(cached, cached.error)
-    ):
-        return UnitOutcome(cached.identity, cached.source_key, None, None, reuse=cached,
-                           locator_key=locator_key, stat_key=list(ref.stat_key), unread=True)
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
@@ -208,6 +209,18 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     rows.manifest["stat_key"] = stat_key
     return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
                        stat_key=stat_key)
+
+
+def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
+    """The reusable prior entry of a source whose locator and version are unchanged, or None."""
+    if ref.stat_key is None:
+        return None
+    locator_key = sha256_hex(f"{ref.tool}\0{ref.locator}")
+    cached = ctx.by_locator.get(locator_key)
+    if cached is None or cached.stat_key != ledger.stat_json(ref.stat_key) or not reusable(cached, cached.error):
+        return None
+    return UnitOutcome(cached.identity, cached.source_key, None, None, reuse=cached,
+                       locator_key=locator_key, stat_key=list(ref.stat_key), unread=True)
 
 
 def pack_rows(rows: SourceRows) -> SourceRows:
@@ -391,49 +404,65 @@ def _slugs(candidates: list[Row]) -> list[str]:
 # --------------------------------------------------------------------------- prior rows
 
 
-def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, run_at: str, status: str,
+def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, run_at: str, status: str,
                skip_reason: str | None, created_at: str | None = None, updated_at: str | None = None,
                locator: tuple[str, list[Any] | None] | None = None) -> SourceRows:
     """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
 
-    A reused entry was redacted by the current rules (the reuse gate says so). A
-    carried-forward one may be older: its text is redacted again before it is
-    written back, so no text reaches disk without the current rules.
+    Candidate lines whose digest says they were written under this control-plane
+    filter, these redaction rules and this derived filter's artifact set are
+    trusted as they are (never even parsed whole). Any other line is re-checked:
+    control-plane text and text derived from the wiki's own pages are dropped
+    (the latter logged as a ``derived_excluded`` event). A reused entry was
+    redacted by the current rules (the reuse gate says so); a carried-forward
+    one may be older: its text is redacted again before it is written back, so
+    no text reaches disk without the current rules.
     """
     row = prior.manifest_row(digest)
     current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
     lines = prior.lines_for("candidates", digest.source_key)
-    # Bytes exactly as this filter and these rules last wrote them need no re-check.
-    trusted = current and bool(digest.rows_digest) and rows_digest(lines) == digest.rows_digest
-    kept: list[Row] = []
-    kept_lines: list[bytes | None] = []
-    dropped = 0
-    for line in lines:
-        candidate = json.loads(line)
-        candidate.pop(ledger.RUN_TAG, None)
-        if not trusted and is_internal_candidate(str(candidate.get("text", ""))):
-            dropped += 1
-            continue
-        if not current:
-            candidate = _redact_again(candidate, redactor)
-        kept.append(candidate if trusted else ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
-        kept_lines.append(line if trusted else None)
+    trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
+    events = list(prior.rows_for("events", digest.source_key))
+    dropped = 0
+    if trusted:
+        rows = SourceRows(row, [], rejected, events, candidate_lines=list(lines),
+                          candidate_keys=[DedupKey.of_line(line) for line in lines])
+        redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
+        slugs = list(row.get("article_slugs") or ())
+    else:
+        kept: list[Row] = []
+        for line in lines:
+            try:
+                candidate = json.loads(line)
+            except ValueError:  # its keys looked whole when indexed (see ledger._candidate_keys)
+                prior.malformed += 1
+                continue
+            candidate.pop(ledger.RUN_TAG, None)
+            text = str(candidate.get("text", ""))
+            if is_internal_candidate(text):
+                dropped += 1
+                continue
+            if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events, run_at):
+                continue
+            if not current:
+                candidate = _redact_again(candidate, ctx.redactor)
+            kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
+        rows = SourceRows(row, kept, rejected, events, dropped, [None] * len(kept))
+        redacted = any(c.get("redactions") for c in kept)
+        slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
-    events = list(prior.rows_for("events", digest.source_key))
     error = str(row.get("error", ""))
     if not current:
-        error = redact_error(redactor, error)
+        error = redact_error(ctx.redactor, error)
     row.update(
         parse_status=status,
-        candidate_count=len(kept),
-        article_slugs=_slugs(kept),
+        candidate_count=len(rows.candidate_lines),
+        article_slugs=slugs,
         error=error,
         run_at=run_at,
-        redaction_status=redaction_status(
-            any(c.get("redactions") for c in kept) or digest.redaction_status.startswith("redacted:")
-        ),
+        redaction_status=redaction_status(redacted or digest.redaction_status.startswith("redacted:")),
     )
     row.setdefault("truncated", False)
     row["internal_filtered"] = int(row.get("internal_filtered") or 0) + dropped
@@ -446,7 +475,23 @@ def prior_rows(prior: PriorState, digest: PriorSource, redactor: Redactor, *, ru
     row.setdefault("locator_key", "")
     row.setdefault("stat_key", None)
     row.setdefault("rows_digest", "")
-    return SourceRows(ledger.ordered(row, ledger.MANIFEST_FIELDS), kept, rejected, events, dropped, kept_lines)
+    rows.manifest = ledger.ordered(row, ledger.MANIFEST_FIELDS)
+    return rows
+
+
+def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row],
+                       run_at: str) -> bool:
+    """A stored candidate one of whose messages the derived filter now matches
+    (the artifact set changed since it was written): logged, to be dropped."""
+    for number, (role, message) in enumerate(split_messages(str(candidate.get("text", "")))):
+        match = ctx.derived.match(message)
+        if match is not None:
+            meta = SourceMeta(digest.source_key, digest.session_hash, "", digest.tool, digest.record_type,
+                              digest.format, "", "")
+            index = int(candidate.get("turn_index") or 0) * 1000 + number
+            events.append(_derived_event(meta, index, role, str(candidate.get("created_at") or ""), match, ctx))
+            return True
+    return False
 
 
 # Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
@@ -478,9 +523,10 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
     return out
 
 
-def rows_digest(lines: Iterable[bytes]) -> str:
-    """What a source's candidate lines were written as, under this filter and these rules."""
-    digest = hashlib.sha256(f"{FILTER_VERSION}\0{REDACTION_VERSION}\0".encode())
+def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
+    """What a source's candidate lines were written as, under this control-plane
+    filter, these redaction rules and this derived filter (``derived_key``)."""
+    digest = hashlib.sha256(f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0".encode())
     for line in lines:
         digest.update(line)
     return digest.hexdigest()
@@ -524,12 +570,24 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
         ]
     from kbtools.derived.filter import DerivedFilter
 
-    derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold)
+    # On --write the index is kept next to the ledgers and reused while no artifact changed.
+    cache_dir = request.output_dir if request.write and request.output_dir.is_dir() else None
+    derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold, cache_dir=cache_dir)
     settings = {k: redactor.redact(v).text if isinstance(v, str) else v for k, v in derived.settings.items()}
     settings.setdefault("enabled", True)
     settings.setdefault("threshold", derived.threshold)
     settings.setdefault("artifact_count", derived.artifact_count)
     return derived, settings, [redactor.redact(w).text for w in derived.warnings]
+
+
+def derived_key(derived: Any) -> str:
+    """The derived filter's artifact set (paths and content hashes), threshold and
+    shingling, as one digest ("" without a filter)."""
+    if derived is None:
+        return ""
+    artifacts = sorted((a.path, a.sha256) for a in derived.index.artifacts)
+    shingles = sorted((derived.settings.get("shingle_params") or {}).items())
+    return sha256_hex(json.dumps([derived.threshold, shingles, artifacts], separators=(",", ":")))
 
 
 # Outcomes a worker pool may run ahead of the ledger writer, per worker.
@@ -550,7 +608,11 @@ def _process_in_worker(ref: SourceRef) -> UnitOutcome:
 def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int) -> Iterator[UnitOutcome]:
     """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
     duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
-    at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory stays bounded."""
+    at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory stays bounded.
+
+    The stat cache is asked here first: a source it answers for is never sent to
+    a worker, and the pool is started only when some source must be read.
+    """
     if jobs <= 1:
         for ref in refs:
             yield process_unit(ref, ctx)
@@ -558,14 +620,28 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int) -> Itera
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx,)) as pool:
-        window: deque[Future[UnitOutcome]] = deque()
+    pool: ProcessPoolExecutor | None = None
+    window: deque[Future[UnitOutcome] | UnitOutcome] = deque()
+    try:
         for ref in refs:
-            window.append(pool.submit(_process_in_worker, ref))
-            if len(window) >= jobs * WORKER_WINDOW:
-                yield window.popleft().result()
+            cached = stat_cached(ref, ctx)
+            if cached is not None:
+                window.append(cached)
+            else:
+                if pool is None:
+                    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx,))
+                window.append(pool.submit(_process_in_worker, ref))
+            while window and (isinstance(window[0], UnitOutcome) or len(window) >= jobs * WORKER_WINDOW):
+                yield _result(window.popleft())
         while window:
-            yield window.popleft().result()
+            yield _result(window.popleft())
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _result(item: Future[UnitOutcome] | UnitOutcome) -> UnitOutcome:
+    return item if isinstance(item, UnitOutcome) else item.result()
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -595,10 +671,11 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             notes=NoteIndex.load(request.layout.note_root), prior=prior.by_identity,
             max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
+            derived_key=derived_key(derived),
         )
         counts = Counts()
         dedup = Deduplicator()
-        state = _RunState(run_id, request, sink, counts, dedup, redactor)
+        state = _RunState(run_id, request, sink, counts, dedup, ctx)
         for outcome in outcomes(discover(request.settings), ctx, request.jobs):
             counts.discovered += 1
             state.take(outcome, prior, run_at)
@@ -619,7 +696,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                 if request.prune and digest.tool not in state.failed_tools:
                     counts.pruned += 1
                     continue
-                rows = prior_rows(prior, digest, redactor, run_at=run_at, status="skipped",
+                rows = prior_rows(prior, digest, ctx, run_at=run_at, status="skipped",
                                   skip_reason=NOT_SCANNED)
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
@@ -647,9 +724,9 @@ class _RunState:
     """What the loop accumulates: dedup, counts, journal cadence, seen identities."""
 
     def __init__(self, run_id: str, request: IngestRequest, sink: LedgerSink, counts: Counts,
-                 dedup: Deduplicator, redactor: Redactor) -> None:
+                 dedup: Deduplicator, ctx: ProcessContext) -> None:
         self.run_id = run_id
-        self.redactor = redactor
+        self.ctx = ctx
         self.request = request
         self.sink = sink
         self.counts = counts
@@ -678,7 +755,7 @@ class _RunState:
             # the ledgers equal those of an uninterrupted run.
             digest = outcome.reuse
             status = digest.parse_status if digest.from_journal else "unchanged"
-            rows = prior_rows(prior, digest, self.redactor, run_at=run_at, status=status, skip_reason=None,
+            rows = prior_rows(prior, digest, self.ctx, run_at=run_at, status=status, skip_reason=None,
                               created_at=outcome.created_at, updated_at=outcome.updated_at,
                               locator=(outcome.locator_key, outcome.stat_key))
             self.counts.reused_unread += outcome.unread
@@ -710,13 +787,13 @@ class _RunState:
                 line = ledger.dumps(candidate)
             lines.append(line)
         rows.candidate_lines = lines
-        rows.manifest["rows_digest"] = rows_digest(line for line in lines if line is not None)
+        rows.manifest["rows_digest"] = rows_digest((line for line in lines if line is not None), self.ctx.derived_key)
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
 
     def persist(self) -> None:
-        if not self.request.write:
-            return
+        if not self.request.write or not self.sink.pending:
+            return  # nothing new since the last checkpoint (an unchanged rerun writes none)
         self.sink.persist_partial()
         self.batches += 1
         c = self.counts

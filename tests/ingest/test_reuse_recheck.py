@@ -1,0 +1,51 @@
+"""Reused candidates meet the derived filter again when, and only when, the wiki's artifact set changed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.ingest.conftest import TECH_PROMPT, IngestEnv, tech_turn
+from tests.testing.sessions import assistant, user, write_omp_session
+
+PAGE_BODY = (
+    "Pinning the TypeScript compiler in CI keeps the build reproducible: the lockfile records the exact "
+    "version, the cache key includes it, and an upgrade becomes a reviewed change instead of a surprise. "
+    "When the build breaks after an upgrade, compare the compiler versions first."
+)
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(env: IngestEnv) -> None:
+    session = write_omp_session(env.omp, [user(TECH_PROMPT), assistant(PAGE_BODY), *tech_turn()], session_id="s1")
+    _age(session)  # old enough for the stat cache: the source is reused unread
+    summary, _ = env.run()
+    assert summary["candidates"] == 2 and summary["derived_excluded"] == 0
+    assert any("lockfile records the exact" in c["text"] for c in env.rows("candidates"))
+    digest_before = env.rows("manifest", tool="omp")[0]["rows_digest"]
+
+    # Unchanged artifacts: the stored lines are trusted as they are.
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 1 and summary["candidates"] == 2
+    assert env.rows("manifest", tool="omp")[0]["rows_digest"] == digest_before
+
+    page = env.root / "src/content/note/en/pin-typescript.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + PAGE_BODY + "\n")
+    summary, _ = env.run()
+    assert summary["reused_unread"] == 1 and summary["unchanged"] == 1
+    assert summary["candidates"] == 1 and summary["derived_excluded"] == 1
+    assert all("lockfile records the exact" not in c["text"] for c in env.rows("candidates"))
+    (event,) = env.rows("events")
+    assert event["event"] == "derived_excluded" and event["artifact"]["path"].endswith("pin-typescript.md")
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["candidate_count"] == 1 and row["rows_digest"] != digest_before
+
+    # The next run trusts the re-checked lines and keeps the event.
+    summary, _ = env.run()
+    assert summary["candidates"] == 1 and summary["derived_excluded"] == 1
+    assert env.rows("manifest", tool="omp")[0]["rows_digest"] == row["rows_digest"]
