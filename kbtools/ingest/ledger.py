@@ -512,6 +512,7 @@ class WriteSink(LedgerSink):
             finally:
                 os.close(fd)
             lines.clear()
+            crash_point(f"journal-{name}")
         fsync_dir(self.output_dir)
 
     def commit(self) -> None:
@@ -522,6 +523,7 @@ class WriteSink(LedgerSink):
             out.close()
             os.chmod(self._temps[name], PRIVATE_FILE_MODE)
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
+            crash_point(f"rename-{name}")
         fsync_dir(self.output_dir)
         for name in LEDGERS:
             try:
@@ -537,6 +539,20 @@ class WriteSink(LedgerSink):
                 os.unlink(self._temps[name])
             except FileNotFoundError:
                 pass
+
+
+CRASH_ENV = "KB_TEST_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """``kill -9`` of this process at a named moment when ``$KB_TEST_CRASH_AT`` names
+    it (bench/crash_drill.py and the crash tests; unset, it costs a dict lookup).
+    Points: ``journal-<ledger>`` after that partial file is appended and fsynced,
+    ``rename-<ledger>`` after that final ledger is renamed into place."""
+    if os.environ.get(CRASH_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def remove_stale_temps(output_dir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -120,3 +121,52 @@ def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
         diff = [(a, b) for a, b in zip(got[name], want[name]) if a != b]
         assert not diff and len(got[name]) == len(want[name]), (name, [
             {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)} for a, b in diff[:3]])
+
+
+@pytest.mark.slow
+def test_crash_drill_kills_at_random_and_named_moments_and_every_rerun_recovers(tmp_path: Path) -> None:
+    """bench/crash_drill.py, reduced: every named point (journal appends, final renames) plus random moments."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from corpus import generate
+    from crash_drill import NAMED_POINTS, drill
+
+    corpus = tmp_path / "corpus"
+    generate(corpus, total_bytes=1_000_000, seed=5, secret_mode="placeholder")
+    lines: list[str] = []
+    kills, failures = drill(corpus, tmp_path / "drill", kills=len(NAMED_POINTS) + 3, seed=5, jobs=2,
+                            report=lines.append)
+    assert kills == len(NAMED_POINTS) + 3 and len(lines) == kills
+    assert failures == 0, [line for line in lines if '"ok": false' in line]
+    # The named points really interrupted a run with its journal on disk.
+    named = [json.loads(line) for line in lines if json.loads(line)["at"] in NAMED_POINTS]
+    assert all(row["killed"] and row["journal_left"] for row in named)
+
+
+def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv) -> None:
+    for i in range(40):
+        write_omp_session(env.omp, [
+            user(f"Why does build {i} fail with a config error after the upgrade?"),
+            assistant(f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests."),
+        ], session_id=f"lock-{i:02d}", dir_name=f"l{i:02d}")
+    proc = subprocess.Popen([sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    lock = env.out / ".lock"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (lock.exists() and lock.read_text().strip() == str(proc.pid)):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGSTOP)  # holding the lock, frozen
+        assert lock.read_text().strip() == str(proc.pid)
+        busy = subprocess.run([sys.executable, "-m", "kbtools", *env.args()], capture_output=True, text=True,
+                              timeout=30)
+        assert busy.returncode == 2 and f"(pid {proc.pid})" in busy.stderr
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    started = time.monotonic()
+    summary, _ = env.run()  # the dead holder's lock is taken over at once
+    assert time.monotonic() - started < 20 and summary["processed"] == 40
+    assert lock.read_text().strip() != str(proc.pid)
