@@ -57,12 +57,8 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
             time.sleep(0.05)
         time.sleep(0.2)
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill(proc)
         fifo.unlink()
         fifo_dir.rmdir()
 
@@ -77,6 +73,13 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
     assert summary["processed"] == SESSIONS
     assert not list(env.out.glob("*.partial.jsonl")) and not list(env.out.glob(".*.tmp"))
     assert ledgers(env.out) == ledgers(reference_out)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL (a no-op if it already exited) and reap."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
 
 
 def _grow(env: IngestEnv, pattern: str) -> None:
@@ -160,12 +163,8 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
         busy = subprocess.run([sys.executable, "-m", "kbtools", *env.args()], capture_output=True, text=True,
                               timeout=30)
         assert busy.returncode == 2 and f"(pid {proc.pid})" in busy.stderr
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill(proc)
     started = time.monotonic()
     summary, _ = env.run()  # the dead holder's lock is taken over at once
     assert time.monotonic() - started < 20 and summary["processed"] == 40
