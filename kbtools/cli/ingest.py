@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -26,7 +27,7 @@ def register(app: typer.Typer) -> None:
         hindsight_url: Annotated[Optional[str], typer.Option("--hindsight-url", help="Hindsight API base URL (default: $HINDSIGHT_API_URL; off if unset).")] = None,
         skip_hindsight: Annotated[bool, typer.Option("--skip-hindsight", help="Do not read Hindsight even if configured.")] = False,
         no_derived_filter: Annotated[bool, typer.Option("--no-derived-filter", help="Do not exclude records that quote the wiki's own pages (not recommended).")] = False,
-        jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: 1).")] = None,
+        jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: the number of cores).")] = None,
         prune: Annotated[bool, typer.Option("--prune", help="Drop ledger rows of sources not seen this run.")] = False,
         root: RootOption = None,
     ) -> None:
@@ -53,7 +54,7 @@ def register(app: typer.Typer) -> None:
         out = output_dir.resolve() if output_dir is not None else layout.ingest_output
         request = IngestRequest(
             config=config, layout=layout, settings=settings, output_dir=out, write=write, prune=prune,
-            derived_filter=not no_derived_filter, jobs=jobs or config.ingest.jobs or 1,
+            derived_filter=not no_derived_filter, jobs=jobs or config.ingest.jobs or os.cpu_count() or 1,
         )
         progress = _ProgressLine() if sys.stderr.isatty() else None
         try:

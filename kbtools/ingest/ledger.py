@@ -615,6 +615,11 @@ class IngestLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd: int | None = fd
 
+    @property
+    def fileno(self) -> int:
+        assert self._fd is not None
+        return self._fd
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing drops the flock

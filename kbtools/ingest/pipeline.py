@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -592,12 +593,32 @@ def derived_key(derived: Any) -> str:
 
 # Outcomes a worker pool may run ahead of the ledger writer, per worker.
 WORKER_WINDOW = 4
+# Sources read in this process before a pool is started: a run that reads
+# only a few (a small store, a rerun after a few appends) pays no fork.
+INLINE_FIRST = 4
 _worker_context: ProcessContext | None = None
 
 
-def _init_worker(ctx: ProcessContext) -> None:
+def _init_worker(ctx: ProcessContext, parent: int, inherited: tuple[int, ...]) -> None:
+    """A forked worker: its copy of the run's lock is closed (a worker outliving a
+    ``kill -9``-ed run would otherwise hold the lock forever), and it dies with
+    the run (Linux ``PR_SET_PDEATHSIG``) rather than wait on a queue no one feeds."""
     global _worker_context
     _worker_context = ctx
+    for fd in inherited:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the queue's EOF ends it later
+        pass
+    if os.getppid() != parent:  # the run died before the line above
+        os._exit(1)
 
 
 def _process_in_worker(ref: SourceRef) -> UnitOutcome:
@@ -605,13 +626,15 @@ def _process_in_worker(ref: SourceRef) -> UnitOutcome:
     return process_unit(ref, _worker_context)
 
 
-def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int) -> Iterator[UnitOutcome]:
+def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
+             inherited: tuple[int, ...] = ()) -> Iterator[UnitOutcome]:
     """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
     duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
     at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory stays bounded.
 
     The stat cache is asked here first: a source it answers for is never sent to
-    a worker, and the pool is started only when some source must be read.
+    a worker, and the pool is started only when more than ``INLINE_FIRST``
+    sources must be read. ``inherited``: descriptors a worker must close (the lock).
     """
     if jobs <= 1:
         for ref in refs:
@@ -622,14 +645,19 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int) -> Itera
 
     pool: ProcessPoolExecutor | None = None
     window: deque[Future[UnitOutcome] | UnitOutcome] = deque()
+    inline = 0
     try:
         for ref in refs:
             cached = stat_cached(ref, ctx)
             if cached is not None:
                 window.append(cached)
+            elif pool is None and inline < INLINE_FIRST:
+                inline += 1
+                window.append(process_unit(ref, ctx))
             else:
                 if pool is None:
-                    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx,))
+                    pool = ProcessPoolExecutor(jobs, initializer=_init_worker,
+                                               initargs=(ctx, os.getpid(), inherited))
                 window.append(pool.submit(_process_in_worker, ref))
             while window and (isinstance(window[0], UnitOutcome) or len(window) >= jobs * WORKER_WINDOW):
                 yield _result(window.popleft())
@@ -676,7 +704,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         counts = Counts()
         dedup = Deduplicator()
         state = _RunState(run_id, request, sink, counts, dedup, ctx)
-        for outcome in outcomes(discover(request.settings), ctx, request.jobs):
+        held = (lock.fileno,) if lock is not None else ()
+        for outcome in outcomes(discover(request.settings), ctx, request.jobs, held):
             counts.discovered += 1
             state.take(outcome, prior, run_at)
             if counts.discovered % PARTIAL_EVERY == 0:

@@ -45,8 +45,10 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
     fifo_dir.mkdir()
     fifo = fifo_dir / "live.jsonl"
     os.mkfifo(fifo)
+    # Two workers: the one stuck on the FIFO must die with the run and not keep its lock.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "kbtools", *env.args("--jobs", "2")], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     partial = env.out / "manifest.partial.jsonl"
     try:
