@@ -592,7 +592,7 @@ def derived_key(derived: Any) -> str:
 
 
 # Outcomes a worker pool may run ahead of the ledger writer, per worker.
-WORKER_WINDOW = 4
+WORKER_WINDOW = 16
 # Sources read in this process before a pool is started: a run that reads
 # only a few (a small store, a rerun after a few appends) pays no fork.
 INLINE_FIRST = 4
