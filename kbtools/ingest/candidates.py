@@ -599,6 +599,19 @@ class DedupKey:
     def of(cls, candidate: Mapping[str, object]) -> DedupKey:
         return cls._make(candidate.get)
 
+    def as_tuple(self, marking: tuple[object, object] | None = None) -> tuple[object, ...]:
+        """Plain data for a cache (``marking``: that of the line as finally written)."""
+        decision, duplicate_of = marking or self.marking
+        return (self.fingerprint, self.candidate_id, decision, duplicate_of, self.code_blocks, self.error_logs)
+
+    @classmethod
+    def from_tuple(cls, data: Sequence[object]) -> DedupKey:
+        fp, cid, decision, duplicate_of, code_blocks, error_logs = data
+        if not (isinstance(fp, str) and isinstance(cid, str) and isinstance(code_blocks, tuple)
+                and isinstance(error_logs, tuple)):
+            raise ValueError("not a dedup key")
+        return cls(fp, cid, (decision, duplicate_of), code_blocks, error_logs)
+
     @classmethod
     def of_line(cls, line: bytes) -> DedupKey:
         """The key of a stored candidate line, decoding only the fields it needs

@@ -37,6 +37,7 @@ from kbtools.errors import KbError
 from kbtools.fsio import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
+    atomic_write_bytes,
     atomic_write_text,
     ensure_private_dir,
     fsync_dir,
@@ -255,6 +256,8 @@ class PriorState:
     rows: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict)
     malformed: int = 0
     has_partial: bool = False
+    # Dedup keys of trusted candidate lines by their rows_digest (see KEY_CACHE_FILE).
+    key_cache: dict[str, list[Any]] = field(default_factory=dict)
     _files: list[Path] = field(default_factory=list)
     _handles: dict[int, IO[bytes]] = field(default_factory=dict)
 
@@ -262,6 +265,7 @@ class PriorState:
     def load(cls, output_dir: Path) -> PriorState:
         state = cls(rows={name: {} for name in LEDGERS if name != "manifest"})
         state._load(output_dir)
+        state.key_cache = read_key_cache(output_dir)
         return state
 
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
@@ -553,6 +557,30 @@ def crash_point(name: str) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# What the duplicate marking needs of each stored candidate, by the rows_digest of
+# its source's lines: a pure cache (same digest, same bytes, same keys), so an
+# unchanged rerun need not decode code blocks and error messages again. Any
+# damage is a cache miss.
+KEY_CACHE_FILE = "dedup-keys.marshal"
+_KEY_CACHE_FORMAT = 1
+
+
+def read_key_cache(output_dir: Path) -> dict[str, list[Any]]:
+    import marshal
+
+    try:
+        fmt, cache = marshal.loads((output_dir / KEY_CACHE_FILE).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return cache if fmt == _KEY_CACHE_FORMAT and isinstance(cache, dict) else {}
+
+
+def write_key_cache(output_dir: Path, cache: dict[str, list[Any]]) -> None:
+    import marshal
+
+    atomic_write_bytes(output_dir / KEY_CACHE_FILE, [marshal.dumps((_KEY_CACHE_FORMAT, cache))])
 
 
 def remove_stale_temps(output_dir: Path) -> None:

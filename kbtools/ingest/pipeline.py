@@ -428,7 +428,7 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     dropped = 0
     if trusted:
         rows = SourceRows(row, [], rejected, events, candidate_lines=list(lines),
-                          candidate_keys=[DedupKey.of_line(line) for line in lines])
+                          candidate_keys=_stored_keys(prior, digest, lines))
         redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         slugs = list(row.get("article_slugs") or ())
     else:
@@ -478,6 +478,17 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     row.setdefault("rows_digest", "")
     rows.manifest = ledger.ordered(row, ledger.MANIFEST_FIELDS)
     return rows
+
+
+def _stored_keys(prior: PriorState, digest: PriorSource, lines: list[bytes]) -> list[DedupKey]:
+    """The dedup keys of trusted lines: from the key cache, else read off the lines."""
+    cached = prior.key_cache.get(digest.rows_digest)
+    if cached is not None and len(cached) == len(lines):
+        try:
+            return [DedupKey.from_tuple(data) for data in cached]
+        except (TypeError, ValueError):
+            pass  # a damaged cache is a miss
+    return [DedupKey.of_line(line) for line in lines]
 
 
 def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row],
@@ -734,6 +745,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         summary = _summary(run_id, started, finished, request, counts, dedup, prior, derived_settings)
         if request.write:
             sink.commit()
+            if state.key_cache != prior.key_cache:
+                ledger.write_key_cache(out, state.key_cache)
             _write_reports(request, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:
@@ -767,6 +780,7 @@ class _RunState:
         self.prompt_tools: set[str] = set()
         self.last_key = ""
         self.batches = 0
+        self.key_cache: dict[str, list[Any]] = {}
 
     def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
         if outcome.source_key in self.emitted:
@@ -805,9 +819,11 @@ class _RunState:
         self.emitted.add(rows.manifest["source_key"])
         rows = pack_rows(rows)
         lines: list[bytes | None] = []
+        keys: list[tuple[object, ...]] = []
         duplicates = 0
         for line, key in zip(rows.candidate_lines, rows.candidate_keys):
             decision, duplicate_of = marking(self.dedup.mark(key))
+            keys.append(key.as_tuple((decision, duplicate_of)))
             duplicates += decision == "duplicate"
             if (decision, duplicate_of) != key.marking:  # rare: parse, mark, serialise again
                 assert line is not None
@@ -817,6 +833,7 @@ class _RunState:
             lines.append(line)
         rows.candidate_lines = lines
         rows.manifest["rows_digest"] = rows_digest((line for line in lines if line is not None), self.ctx.derived_key)
+        self.key_cache[rows.manifest["rows_digest"]] = keys
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
 

@@ -49,3 +49,28 @@ def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(e
     summary, _ = env.run()
     assert summary["candidates"] == 1 and summary["derived_excluded"] == 1
     assert env.rows("manifest", tool="omp")[0]["rows_digest"] == row["rows_digest"]
+
+
+def test_dedup_counts_are_the_same_from_the_key_cache_from_the_lines_and_from_a_damaged_cache(
+    env: IngestEnv,
+) -> None:
+    block = "```\nnpm ERR! code ERESOLVE unable to resolve dependency tree for the build\n```"
+    for i in range(3):
+        path = write_omp_session(env.omp, [
+            user(f"{TECH_PROMPT} ({i})"),
+            assistant(f"The build error comes from the lockfile:\n{block}\nThe fix is to pin the peer ({i})."),
+        ], session_id=f"s{i}")
+        _age(path)
+    first, _ = env.run()
+    assert first["duplicate_code_blocks"] == 2
+    cache = env.out / "dedup-keys.marshal"
+    assert cache.exists()
+    counts = ("candidates", "duplicates", "duplicate_code_blocks", "duplicate_error_logs")
+    cached, _ = env.run()
+    cache.write_bytes(b"\x00 not marshal")
+    damaged, _ = env.run()
+    cache.unlink()
+    missing, _ = env.run()
+    for summary in (cached, damaged, missing):
+        assert summary["reused_unread"] == 3
+        assert {k: summary[k] for k in counts} == {k: first[k] for k in counts}
