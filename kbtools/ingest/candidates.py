@@ -398,9 +398,11 @@ _VERSIONS_LOW = re.compile(
     r"(?<![a-z0-9_])(?:omp|opencode|codex|astro|node(?:\.js)?|pnpm|java|spring|docker|mysql|typescript"
     r"|svelte|python)\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![a-z0-9_])"
 )
+# A command at the start of a line (MULTILINE `^` fails fast off a line start).
 _COMMANDS = re.compile(
-    r"(?:^|\n)[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
-    r"|go|docker|kubectl|kb)[ \t]+[^\n]{1,180}"
+    r"^[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
+    r"|go|docker|kubectl|kb)[ \t]+[^\n]{1,180}",
+    re.MULTILINE,
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _FENCE_BODY = re.compile(r"```[^\n]*\n([\s\S]*?)```")
