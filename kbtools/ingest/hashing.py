@@ -19,7 +19,6 @@ import hashlib
 import math
 import unicodedata
 from datetime import datetime, timedelta, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -95,6 +94,8 @@ def _parse_string(text: str) -> datetime | None:
         return datetime.fromisoformat(text)
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # rarely needed; the email package is slow to import
+
     try:
         return parsedate_to_datetime(text)  # RFC 2822, as HTTP servers write it
     except (TypeError, ValueError, IndexError):

@@ -25,9 +25,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -165,6 +163,11 @@ class _Client:
         self.attempts = 1 + max(0, retries)
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
+        # Imported here: they pull in http.client and email (a tenth of `kb ingest`'s
+        # start-up), which a run without Hindsight never needs.
+        import urllib.error
+        import urllib.request
+
         url = self.root + path + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = {"Accept": "application/json"}
         if self.api_key:
