@@ -500,6 +500,8 @@ def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext,
         if match is not None:
             meta = SourceMeta(digest.source_key, digest.session_hash, "", digest.tool, digest.record_type,
                               digest.format, "", "")
+            # The source's message number is not stored with a candidate: the event is
+            # placed by turn and message within it (unique, so is its event_id).
             index = int(candidate.get("turn_index") or 0) * 1000 + number
             events.append(_derived_event(meta, index, role, str(candidate.get("created_at") or ""), match, ctx))
             return True
