@@ -606,6 +606,7 @@ def derived_key(derived: Any) -> str:
 
 # Outcomes a worker pool may run ahead of the ledger writer, per worker.
 WORKER_WINDOW = 16
+WORKER_BATCH = 8
 # Sources read in this process before a pool is started: a run that reads
 # only a few (a small store, a rerun after a few appends) pays no fork.
 INLINE_FIRST = 4
@@ -634,16 +635,13 @@ def _init_worker(ctx: ProcessContext, parent: int, inherited: tuple[int, ...]) -
         os._exit(1)
 
 
-def _process_in_worker(ref: SourceRef) -> UnitOutcome:
-    assert _worker_context is not None
-    return process_unit(ref, _worker_context)
-
-
 def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
              inherited: tuple[int, ...] = ()) -> Iterator[UnitOutcome]:
     """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
     duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
-    at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory stays bounded.
+    ``WORKER_BATCH`` sources a task (a task costs the pool a pickle, a pipe write and a
+    wake-up), at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory
+    stays bounded.
 
     The stat cache is asked here first: a source it answers for is never sent to
     a worker, and the pool is started only when more than ``INLINE_FIRST``
@@ -657,32 +655,50 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
     from concurrent.futures import Future, ProcessPoolExecutor
 
     pool: ProcessPoolExecutor | None = None
-    window: deque[Future[UnitOutcome] | UnitOutcome] = deque()
+    window: deque[Future[list[UnitOutcome]] | UnitOutcome] = deque()
+    batch: list[SourceRef] = []
     inline = 0
+    tasks_ahead = max(1, jobs * WORKER_WINDOW // WORKER_BATCH)
+
+    def submit() -> None:
+        nonlocal pool
+        if pool is None:
+            pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx, os.getpid(), inherited))
+        window.append(pool.submit(_process_batch, tuple(batch)))
+        batch.clear()
+
     try:
         for ref in refs:
             cached = stat_cached(ref, ctx)
             if cached is not None:
+                if batch:
+                    submit()  # what came before it goes first
                 window.append(cached)
-            elif pool is None and inline < INLINE_FIRST:
+            elif pool is None and not batch and inline < INLINE_FIRST:
                 inline += 1
                 window.append(process_unit(ref, ctx))
             else:
-                if pool is None:
-                    pool = ProcessPoolExecutor(jobs, initializer=_init_worker,
-                                               initargs=(ctx, os.getpid(), inherited))
-                window.append(pool.submit(_process_in_worker, ref))
-            while window and (isinstance(window[0], UnitOutcome) or len(window) >= jobs * WORKER_WINDOW):
-                yield _result(window.popleft())
+                batch.append(ref)
+                if len(batch) >= WORKER_BATCH:
+                    submit()
+            while window and (isinstance(window[0], UnitOutcome) or len(window) >= tasks_ahead):
+                yield from _results(window.popleft())
+        if batch:
+            submit()
         while window:
-            yield _result(window.popleft())
+            yield from _results(window.popleft())
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 
 
-def _result(item: Future[UnitOutcome] | UnitOutcome) -> UnitOutcome:
-    return item if isinstance(item, UnitOutcome) else item.result()
+def _process_batch(refs: tuple[SourceRef, ...]) -> list[UnitOutcome]:
+    assert _worker_context is not None
+    return [process_unit(ref, _worker_context) for ref in refs]
+
+
+def _results(item: Future[list[UnitOutcome]] | UnitOutcome) -> list[UnitOutcome]:
+    return [item] if isinstance(item, UnitOutcome) else item.result()
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
