@@ -71,6 +71,7 @@ from kbtools.redact import REDACTION_VERSION, Redactor
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+# The journal is appended (and fsynced) once this many sources have new rows to journal.
 PARTIAL_EVERY = 100
 # Files modified this close to the run's start are read again next time (see _cacheable).
 RACY_NS = 2_000_000_000
@@ -640,8 +641,8 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
     """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
     duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
     ``WORKER_BATCH`` sources a task (a task costs the pool a pickle, a pipe write and a
-    wake-up), at most ``jobs × WORKER_WINDOW`` sources ahead of the caller, so memory
-    stays bounded.
+    wake-up), at most ``jobs × WORKER_WINDOW`` sources in flight, so memory stays
+    bounded (outcomes of reused sources waiting behind them hold no rows).
 
     The stat cache is asked here first: a source it answers for is never sent to
     a worker, and the pool is started only when more than ``INLINE_FIRST``
@@ -658,14 +659,24 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
     window: deque[Future[list[UnitOutcome]] | UnitOutcome] = deque()
     batch: list[SourceRef] = []
     inline = 0
+    in_flight = 0
     tasks_ahead = max(1, jobs * WORKER_WINDOW // WORKER_BATCH)
 
     def submit() -> None:
-        nonlocal pool
+        nonlocal pool, in_flight
         if pool is None:
             pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx, os.getpid(), inherited))
         window.append(pool.submit(_process_batch, tuple(batch)))
         batch.clear()
+        in_flight += 1
+
+    def pop() -> list[UnitOutcome]:
+        nonlocal in_flight
+        item = window.popleft()
+        if isinstance(item, UnitOutcome):
+            return [item]
+        in_flight -= 1
+        return item.result()
 
     try:
         for ref in refs:
@@ -681,12 +692,14 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
                 batch.append(ref)
                 if len(batch) >= WORKER_BATCH:
                     submit()
-            while window and (isinstance(window[0], UnitOutcome) or len(window) >= tasks_ahead):
-                yield from _results(window.popleft())
+            # Wait on a worker only when enough tasks are in flight: a rerun's few
+            # sources to read then overlap instead of each costing a round trip.
+            while window and (isinstance(window[0], UnitOutcome) or in_flight >= tasks_ahead):
+                yield from pop()
         if batch:
             submit()
         while window:
-            yield from _results(window.popleft())
+            yield from pop()
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -695,10 +708,6 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
 def _process_batch(refs: tuple[SourceRef, ...]) -> list[UnitOutcome]:
     assert _worker_context is not None
     return [process_unit(ref, _worker_context) for ref in refs]
-
-
-def _results(item: Future[list[UnitOutcome]] | UnitOutcome) -> list[UnitOutcome]:
-    return [item] if isinstance(item, UnitOutcome) else item.result()
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -737,7 +746,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         for outcome in outcomes(discover(request.settings), ctx, request.jobs, held):
             counts.discovered += 1
             state.take(outcome, prior, run_at)
-            if counts.discovered % PARTIAL_EVERY == 0:
+            if state.journalled >= PARTIAL_EVERY:
                 state.persist()
             if progress is not None:
                 progress(counts.discovered)
@@ -798,6 +807,9 @@ class _RunState:
         self.prompt_tools: set[str] = set()
         self.last_key = ""
         self.batches = 0
+        # Sources journalled since the last persist: what a kill -9 could lose
+        # (reused sources need no journal — they are in the prior ledgers).
+        self.journalled = 0
         self.key_cache: dict[str, list[Any]] = {}
 
     def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
@@ -854,12 +866,14 @@ class _RunState:
         self.key_cache[rows.manifest["rows_digest"]] = keys
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
+        self.journalled += journal
 
     def persist(self) -> None:
         if not self.request.write or not self.sink.pending:
             return  # nothing new since the last checkpoint (an unchanged rerun writes none)
         self.sink.persist_partial()
         self.batches += 1
+        self.journalled = 0
         c = self.counts
         ledger.write_private_text(self.request.layout.checkpoint, "\n".join([
             "# Current task", "",
