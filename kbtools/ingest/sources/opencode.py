@@ -233,9 +233,12 @@ def _part_text(raw: bytes | None, collector: _Collector) -> None:
     head = raw[:_HEAD] if raw is not None else b""
     if b'"type":"text"' not in head and b'"type":"' in head:
         return
+    if raw is None:  # NULL
+        collector.malformed += 1
+        return
     try:
         part = json.loads(raw)
-    except (TypeError, ValueError, RecursionError):  # NULL, not JSON or not UTF-8
+    except (ValueError, RecursionError):  # not JSON or not UTF-8
         collector.malformed += 1
         return
     if not isinstance(part, dict) or part.get("type") != "text":
@@ -288,11 +291,11 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
             part_count += 1
             digest.update(f"\0p\0{part_id}\0{message_id}\0".encode())
             digest.update(_bytes(data))
-            info = messages.get(message_id)
-            if info is None:
+            message = messages.get(message_id)
+            if message is None:
                 continue
             if message_id != current:
-                collector.start(*info)
+                collector.start(*message)
                 current = message_id
             _part_text(data, collector)
         collector.flush()
@@ -380,7 +383,7 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         collector.flush()
     except OSError as exc:
         return _failed(ref, session_id, str(project), f"read_error: {os_error_reason(exc)}")
-    times = session.get("time") if isinstance(session.get("time"), dict) else {}
+    times: dict[str, Any] = session["time"] if isinstance(session.get("time"), dict) else {}
     return collector.unit(
         ref, session_id, str(project), digest.hexdigest(), times.get("created"), times.get("updated")
     )
