@@ -61,7 +61,7 @@ class DerivedFilter:
         Full containment (overlap 1.0, including an exact match of a tiny
         artifact's body) always counts, so threshold 1.0 means "whole copies only".
         """
-        found = self.index.best(tokens(text))
+        found = self.index.best(tokens(text), above=self.threshold)
         if found is None or not (found.overlap > self.threshold or found.overlap >= 1.0):
             return None
         a = found.artifact

@@ -130,6 +130,7 @@ class ArtifactIndex:
             (a.words for number, a in enumerate(artifacts) if bodies.get(a.body_hash) == number),
             default=0,
         )
+        self._size_min = min(self._sizes, default=_UNREACHABLE)
 
     def __len__(self) -> int:
         return len(self.artifacts)
@@ -146,10 +147,16 @@ class ArtifactIndex:
         index = cls.__new__(cls)
         refs, index._sizes, index._postings, index._bodies, index._body_words_max = state
         index.artifacts = tuple(ArtifactRef(*ref) for ref in refs)
+        index._size_min = min(index._sizes, default=_UNREACHABLE)
         return index
 
-    def best(self, words: list[bytes]) -> Overlap | None:
-        """The artifact overlapping most with a record of these normalised words."""
+    def best(self, words: list[bytes], above: float | None = None) -> Overlap | None:
+        """The artifact overlapping most with a record of these normalised words.
+
+        With ``above``: None also when no artifact can overlap more than that or
+        contain the record fully, decided from the number of distinct shingles the
+        record shares with the index before any of them is counted per artifact.
+        """
         count = len(words)
         if self._bodies and MIN_BODY_WORDS <= count <= self._body_words_max:
             number = self._bodies.get(body_hash(words))
@@ -162,6 +169,8 @@ class ArtifactIndex:
         # keys() & list probes the dict for each record shingle in one C loop.
         hits = postings.keys() & record
         if not hits:
+            return None
+        if above is not None and not self._can_exceed(len(hits), record, above):
             return None
         shared = Counter(chain.from_iterable(map(postings.__getitem__, hits)))
         # Scores with map/max (C loops): a record sharing stock sentences with
@@ -177,3 +186,20 @@ class ArtifactIndex:
             if most / record_size > best_overlap:
                 best_number, best_overlap = numbers[commons.index(most)], most / record_size
         return Overlap(self.artifacts[best_number], best_overlap)
+
+    def _can_exceed(self, hit_count: int, record: list[int], above: float) -> bool:
+        """Whether some artifact may overlap this record more than ``above`` (or be 1.0).
+
+        Conservative: an artifact shares at most ``hit_count`` shingles with the
+        record and holds at least ``_size_min``; the record holds at least
+        ``hit_count`` distinct shingles. Division rounds monotonically, so the
+        bounds hold for the float ratios :meth:`best` compares, not only exactly.
+        Half the records of a real ingest stop here, before the posting count
+        that costs the most per record.
+        """
+        if hit_count / self._size_min > above or hit_count >= self._size_min:
+            return True
+        if len(record) < MIN_RECORD_SHINGLES:
+            return False
+        record_size = len(set(record))
+        return record_size >= MIN_RECORD_SHINGLES and (hit_count / record_size > above or hit_count >= record_size)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import random
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from kbtools.config import load_config
 from kbtools.derived.filter import DerivedFilter, DerivedMatch
 from kbtools.derived.manifest import read_manifest
+from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
 from tests.derived.grades import ARTIFACTS, GRADES, INFRA, JA, WAL, WAL_PAGE_V1, GradedArtifact
@@ -358,3 +360,35 @@ def test_derived_filter_index_cache_reused_only_while_artifacts_are_unchanged(kb
     damaged = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
     assert damaged.settings["index_cache"] == "stored" and damaged.match(records(WAL, "verbatim")[0]) is not None
     assert DerivedFilter.load(layout, threshold=0.8, cache_dir=tmp_path / "missing").settings["index_cache"] == "not stored"
+
+
+def _unbounded_match(derived: DerivedFilter, text: str, threshold: float) -> DerivedMatch | None:
+    """The decision as it was made before the early exit: score every artifact, then compare."""
+    found = derived.index.best(tokens(text))
+    if found is None or not (found.overlap > threshold or found.overlap >= 1.0):
+        return None
+    return DerivedMatch(found.artifact.name, found.artifact.path, found.artifact.sha256, round(found.overlap, 4))
+
+
+def test_derived_filter_early_exit_excludes_the_same_records_with_the_same_overlaps(kb: Path) -> None:
+    """The shared-shingle bound only skips records no artifact can reach: on every graded record,
+    and on generated records that quote a growing part of each artifact inside unrelated words
+    (so some land just below and just above each threshold), the excluded set and overlaps are
+    those of scoring every record in full."""
+    rng = random.Random(7)
+    texts = [record for artifact in ARTIFACTS for grade, _ in GRADES for record in records(artifact, grade)]
+    filler = [f"w{rng.randrange(10**6)}" for _ in range(400)]
+    for artifact in ARTIFACTS:
+        words = strip_frontmatter(artifact.text).split()
+        for _ in range(40):
+            start = rng.randrange(len(words))
+            quote = words[start:start + rng.randint(5, len(words))]
+            pad = rng.sample(filler, rng.randint(0, 120))
+            texts.append(" ".join(pad[: len(pad) // 2] + quote + pad[len(pad) // 2:]))
+    for threshold in (0.0, 0.3, 0.5, 0.8, 0.9, 1.0):
+        derived = load(kb, threshold)
+        matched = [derived.match(text) for text in texts]
+        assert matched == [_unbounded_match(derived, text, threshold) for text in texts], threshold
+        if threshold == 0.8:
+            excluded = sum(m is not None for m in matched)
+            assert 0 < excluded < len(texts) - 10  # both sides of the threshold are exercised
