@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -126,5 +127,39 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path) -> None:
             out, err = proc.communicate(timeout=30)
         finally:
             proc.kill()
+    assert proc.returncode == 130
+    assert err == "kb: interrupted\n" and out == ""
+
+
+def test_ctrl_c_to_the_whole_process_group_stops_a_parallel_ingest(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches every process of the foreground group, workers included."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from corpus import generate, ingest_flags
+
+    kb = make_kb(tmp_path / "kb")
+    corpus = tmp_path / "corpus"
+    generate(corpus, total_bytes=40_000_000, seed=3, agents=["omp"], secret_mode="none")
+    with HindsightServer(handler=_hang) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kbtools", "ingest", "--jobs", "2", *ingest_flags(corpus, ["omp"]),
+             "--hindsight-url", server.url, "--output-dir", str(tmp_path / "out")],
+            cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            # Hindsight is read after the OMP sources went to the pool: the workers are alive now.
+            while not server.requests and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert server.requests, "ingest never asked Hindsight"
+            os.killpg(proc.pid, signal.SIGINT)
+            signalled = time.monotonic()
+            out, err = proc.communicate(timeout=60)
+            # Not a hang: the Hindsight stub would answer only after 30 s.
+            assert time.monotonic() - signalled < 10
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     assert proc.returncode == 130
     assert err == "kb: interrupted\n" and out == ""

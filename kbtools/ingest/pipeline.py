@@ -620,6 +620,12 @@ def _init_worker(ctx: ProcessContext, parent: int, inherited: tuple[int, ...]) -
     the run (Linux ``PR_SET_PDEATHSIG``) rather than wait on a queue no one feeds."""
     global _worker_context
     _worker_context = ctx
+    import signal
+
+    # Ctrl-C in a terminal reaches the whole process group: the run decides what an
+    # interrupt means. A worker interrupted while holding the pool's queue lock would
+    # leave the run waiting on it forever.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for fd in inherited:
         try:
             os.close(fd)
@@ -627,7 +633,6 @@ def _init_worker(ctx: ProcessContext, parent: int, inherited: tuple[int, ...]) -
             pass
     try:
         import ctypes
-        import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the queue's EOF ends it later
