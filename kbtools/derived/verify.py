@@ -15,9 +15,6 @@ from pathlib import Path
 from kbtools.derived.filter import DerivedFilter, DerivedMatch
 from kbtools.errors import KbError
 
-CANDIDATES_FILE = "candidates.jsonl"
-
-
 @dataclass(frozen=True)
 class DerivedCandidate:
     candidate_id: str
@@ -37,7 +34,9 @@ def verify_candidates(derived_filter: DerivedFilter, output_dir: Path) -> Verify
     A missing ledger or a line that is not a candidate is an error (exit 2),
     never a pass: a check that cannot read what it checks proves nothing.
     """
-    ledger = output_dir / CANDIDATES_FILE
+    from kbtools.ingest.ledger import ledger_path
+
+    ledger = ledger_path(output_dir, "candidates")
     try:
         raw = ledger.read_bytes()
     except FileNotFoundError:
