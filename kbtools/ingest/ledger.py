@@ -260,6 +260,12 @@ class PriorState:
     key_cache: dict[str, list[Any]] = field(default_factory=dict)
     _files: list[Path] = field(default_factory=list)
     _handles: dict[int, IO[bytes]] = field(default_factory=dict)
+    # Where each source's candidate lines end in the final ledger (file number, end
+    # offset), when the offset index answered: its lines are then read in one go.
+    _ends: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
+    _digests: dict[str, str] = field(default_factory=dict)
+    _digest_context: str = ""
 
     @classmethod
     def load(cls, output_dir: Path) -> PriorState:
@@ -354,6 +360,14 @@ class PriorState:
         number, handle = self._open(path)
         if handle is None:
             return index
+        if ledger == "candidates" and not journal:
+            cached = read_candidate_index(path.parent, os.fstat(handle.fileno()))
+            if cached is not None:
+                self._digest_context, self._digests, spans_by_key = cached
+                for cached_key, spans in spans_by_key.items():
+                    index[cached_key] = [(number, at) for at in spans[:-1]]
+                    self._ends[cached_key] = (number, spans[-1])
+                return index
         offset = 0
         for line in handle:
             start, offset = offset, offset + len(line)
@@ -377,6 +391,19 @@ class PriorState:
             index.setdefault(key, []).append((number, start))
         return index
 
+    def trusted_segment(self, source_key: str, rows_digest: str, context: str) -> Segment | None:
+        """The byte range of the final ledger holding exactly one source's candidate
+        lines, when the offset index answered for it (lines contiguous, in order) and
+        says these lines were written with ``rows_digest`` under ``context``: the
+        digest check of :func:`pipeline.prior_rows` without reading the lines."""
+        if not rows_digest or context != self._digest_context or self._digests.get(source_key) != rows_digest:
+            return None
+        locations = self.rows["candidates"].get(source_key, ())
+        end = self._ends.get(source_key)
+        if not locations or end is None or any(number != end[0] for number, _ in locations):
+            return None
+        return Segment(self._handles[end[0]].fileno(), tuple(at for _, at in locations), end[1])
+
     def read_line(self, location: tuple[int, int]) -> bytes:
         number, offset = location
         handle = self._handles[number]  # validated when indexed, same open file
@@ -390,7 +417,15 @@ class PriorState:
 
     def lines_for(self, ledger: str, source_key: str) -> list[bytes]:
         """The stored lines of one source, as bytes (newline-terminated)."""
-        lines = [self.read_line(location) for location in self.rows[ledger].get(source_key, ())]
+        locations = self.rows[ledger].get(source_key, ())
+        end = self._ends.get(source_key) if ledger == "candidates" else None
+        if locations and end is not None and all(number == end[0] for number, _ in locations):
+            first = locations[0][1]
+            data = os.pread(self._handles[end[0]].fileno(), end[1] - first, first)
+            lines = data.splitlines(keepends=True)
+            if len(lines) == len(locations):
+                return lines
+        lines = [self.read_line(location) for location in locations]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 
     def manifest_row(self, digest: PriorSource) -> Row:
@@ -407,6 +442,22 @@ class PriorState:
 
 
 # --------------------------------------------------------------------------- writers
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Candidate lines of one source still in the prior ledger: where each starts, where the last ends."""
+
+    fd: int
+    starts: tuple[int, ...]
+    end: int
+
+    def read(self) -> list[bytes]:
+        first = self.starts[0]
+        lines = os.pread(self.fd, self.end - first, first).splitlines(keepends=True)
+        if len(lines) != len(self.starts):
+            raise OSError(errno.EIO, "the candidates ledger changed while read")
+        return lines
 
 
 @dataclass
@@ -428,6 +479,16 @@ class SourceRows:
     internal_dropped: int = 0
     candidate_lines: list[bytes | None] = field(default_factory=list)
     candidate_keys: list[Any] = field(default_factory=list)
+    # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
+    lines_digest: str = ""
+    # Trusted prior lines not read yet (``candidate_lines`` all None): copied as a byte range.
+    segment: Segment | None = None
+
+    def materialize(self) -> None:
+        """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
+        if self.segment is not None:
+            self.candidate_lines = list(self.segment.read())
+            self.segment = None
 
     @property
     def packed(self) -> bool:
@@ -481,17 +542,74 @@ class WriteSink(LedgerSink):
             self._temps[name] = tmp
             self._final[name] = os.fdopen(fd, "wb")
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
+        # The offset index of the candidates ledger being written (see CANDIDATE_INDEX_FILE).
+        self._spans: dict[str, list[int]] = {}
+        self._written = 0
+        self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
+        self._digests: dict[str, str] = {}
+        # What every rows_digest of this run was computed under (set by the pipeline).
+        self.digest_context = ""
         self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
-        lines = rows.lines_of_candidates()
-        self._final["candidates"].write(b"".join(lines))
+        if journal:
+            rows.materialize()
+        if rows.lines_of_candidates() or rows.segment is not None:
+            self._digests[rows.manifest["source_key"]] = rows.manifest.get("rows_digest") or ""
+        segment = rows.segment
+        if segment is not None:
+            self._spans[rows.manifest["source_key"]] = [
+                self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)]
+            self._copy(segment)
+            lines: list[bytes] = []
+        else:
+            lines = rows.lines_of_candidates()
+        if lines:
+            spans = self._spans.setdefault(rows.manifest["source_key"], [])
+            if spans:
+                spans.pop()  # the same source emitted again: its lines continue here
+            for line in lines:
+                spans.append(self._written)
+                self._written += len(line)
+            spans.append(self._written)
+            self._flush_copy()
+            self._final["candidates"].write(b"".join(lines))
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in rows.by_ledger():
             self._final[name].write(b"".join(dumps(row) for row in items))
             if journal:
                 self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
+
+    def _copy(self, segment: Segment) -> None:
+        """Queue a byte range of the prior ledger; adjacent ranges are copied as one."""
+        start, end = segment.starts[0], segment.end
+        self._written += end - start
+        if self._pending_copy is not None and self._pending_copy[0] == segment.fd and self._pending_copy[2] == start:
+            self._pending_copy = (segment.fd, self._pending_copy[1], end)
+            return
+        self._flush_copy()
+        self._pending_copy = (segment.fd, start, end)
+
+    def _flush_copy(self) -> None:
+        """Copy the queued range into the candidates temp file (in the kernel where it can)."""
+        if self._pending_copy is None:
+            return
+        fd, start, end = self._pending_copy
+        self._pending_copy = None
+        out = self._final["candidates"]
+        out.flush()
+        dst = out.fileno()
+        while start < end:
+            try:
+                done = os.copy_file_range(fd, dst, end - start, start)
+            except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
+                done = 0
+            if done <= 0:
+                out.write(os.pread(fd, end - start, start))
+                out.flush()
+                break
+            start += done
 
     def _tagged(self, line: bytes) -> bytes:
         """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
@@ -520,10 +638,14 @@ class WriteSink(LedgerSink):
         fsync_dir(self.output_dir)
 
     def commit(self) -> None:
+        identity: os.stat_result | None = None
+        self._flush_copy()
         for name in COMMIT_ORDER:
             out = self._final[name]
             out.flush()
             os.fsync(out.fileno())
+            if name == "candidates":
+                identity = os.fstat(out.fileno())
             out.close()
             os.chmod(self._temps[name], PRIVATE_FILE_MODE)
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
@@ -535,6 +657,8 @@ class WriteSink(LedgerSink):
             except FileNotFoundError:
                 pass
         fsync_dir(self.output_dir)
+        if identity is not None:
+            write_candidate_index(self.output_dir, identity, self.digest_context, self._digests, self._spans)
 
     def abort(self) -> None:
         for name, out in self._final.items():
@@ -581,6 +705,47 @@ def write_key_cache(output_dir: Path, cache: dict[str, list[Any]]) -> None:
     import marshal
 
     atomic_write_bytes(output_dir / KEY_CACHE_FILE, [marshal.dumps((_KEY_CACHE_FORMAT, cache))])
+
+
+# Where each source's lines start (and the last one ends) in candidates.jsonl, so
+# a rerun need not scan the whole ledger to index it: a pure cache, valid only for
+# the file it was written with (size, mtime, inode); any damage or mismatch is a
+# miss and the ledger is scanned as before.
+CANDIDATE_INDEX_FILE = "candidates-index.marshal"
+_CANDIDATE_INDEX_FORMAT = 2
+
+
+def _file_identity(stat: os.stat_result) -> tuple[int, int, int]:
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def read_candidate_index(output_dir: Path, stat: os.stat_result
+                         ) -> tuple[str, dict[str, str], dict[str, list[int]]] | None:
+    """(digest context, rows_digest by source, line starts + end by source) of the file ``stat`` describes."""
+    import marshal
+
+    try:
+        fmt, identity, context, digests, spans = marshal.loads((output_dir / CANDIDATE_INDEX_FILE).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if fmt != _CANDIDATE_INDEX_FORMAT or identity != _file_identity(stat):
+        return None
+    if not (isinstance(context, str) and isinstance(digests, dict) and isinstance(spans, dict)):
+        return None
+    if not all(isinstance(v, list) and len(v) >= 2 and all(isinstance(n, int) for n in v) for v in spans.values()):
+        return None
+    return context, digests, spans
+
+
+def write_candidate_index(output_dir: Path, stat: os.stat_result, context: str, digests: dict[str, str],
+                          spans: dict[str, list[int]]) -> None:
+    import marshal
+
+    try:
+        atomic_write_bytes(output_dir / CANDIDATE_INDEX_FILE, [marshal.dumps(
+            (_CANDIDATE_INDEX_FORMAT, _file_identity(stat), context, digests, spans))])
+    except OSError:
+        pass  # only a cache: the next run scans the ledger
 
 
 def remove_stale_temps(output_dir: Path) -> None:

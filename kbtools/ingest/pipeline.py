@@ -422,14 +422,26 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     """
     row = prior.manifest_row(digest)
     current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
-    lines = prior.lines_for("candidates", digest.source_key)
-    trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
+    segment = prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key)) \
+        if current else None
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     events = list(prior.rows_for("events", digest.source_key))
     dropped = 0
+    if segment is not None:
+        # The offset index vouches for these bytes (written with this digest, under
+        # these rules, into the very file still open): copied unread.
+        rows = SourceRows(row, [], rejected, events, candidate_lines=[None] * len(segment.starts),
+                          candidate_keys=_stored_keys(prior, digest, segment.read, len(segment.starts)),
+                          lines_digest=digest.rows_digest, segment=segment)
+        return _reemitted(rows, row, digest, ctx, run_at=run_at, status=status, skip_reason=skip_reason,
+                          created_at=created_at, updated_at=updated_at, locator=locator,
+                          redacted=False, slugs=list(row.get("article_slugs") or ()), current=current, dropped=0)
+    lines = prior.lines_for("candidates", digest.source_key)
+    trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
     if trusted:
         rows = SourceRows(row, [], rejected, events, candidate_lines=list(lines),
-                          candidate_keys=_stored_keys(prior, digest, lines))
+                          candidate_keys=_stored_keys(prior, digest, lambda: lines, len(lines)),
+                          lines_digest=digest.rows_digest)
         redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         slugs = list(row.get("article_slugs") or ())
     else:
@@ -455,6 +467,16 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
         slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
+    return _reemitted(rows, row, digest, ctx, run_at=run_at, status=status, skip_reason=skip_reason,
+                      created_at=created_at, updated_at=updated_at, locator=locator,
+                      redacted=redacted, slugs=slugs, current=current, dropped=dropped)
+
+
+def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessContext, *, run_at: str, status: str,
+               skip_reason: str | None, created_at: str | None, updated_at: str | None,
+               locator: tuple[str, list[Any] | None] | None, redacted: bool, slugs: list[str], current: bool,
+               dropped: int) -> SourceRows:
+    """The prior manifest ``row`` updated for this run (the tail of :func:`prior_rows`)."""
     error = str(row.get("error", ""))
     if not current:
         error = redact_error(ctx.redactor, error)
@@ -481,15 +503,16 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     return rows
 
 
-def _stored_keys(prior: PriorState, digest: PriorSource, lines: list[bytes]) -> list[DedupKey]:
-    """The dedup keys of trusted lines: from the key cache, else read off the lines."""
+def _stored_keys(prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]],
+                 count: int) -> list[DedupKey]:
+    """The dedup keys of ``count`` trusted lines: from the key cache, else read off the lines."""
     cached = prior.key_cache.get(digest.rows_digest)
-    if cached is not None and len(cached) == len(lines):
+    if cached is not None and len(cached) == count:
         try:
             return [DedupKey.from_tuple(data) for data in cached]
         except (TypeError, ValueError):
             pass  # a damaged cache is a miss
-    return [DedupKey.of_line(line) for line in lines]
+    return [DedupKey.of_line(line) for line in lines()]
 
 
 def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row],
@@ -538,10 +561,15 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
     return out
 
 
+def digest_context(derived_key: str) -> str:
+    """What a rows_digest is computed under: this control-plane filter, these
+    redaction rules and this derived filter (``derived_key``)."""
+    return f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0"
+
+
 def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
-    """What a source's candidate lines were written as, under this control-plane
-    filter, these redaction rules and this derived filter (``derived_key``)."""
-    digest = hashlib.sha256(f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0".encode())
+    """What a source's candidate lines were written as, under :func:`digest_context`."""
+    digest = hashlib.sha256(digest_context(derived_key).encode())
     for line in lines:
         digest.update(line)
     return digest.hexdigest()
@@ -744,6 +772,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=derived_key(derived),
         )
+        if isinstance(sink, ledger.WriteSink):
+            sink.digest_context = digest_context(ctx.derived_key)
         counts = Counts()
         dedup = Deduplicator()
         state = _RunState(run_id, request, sink, counts, dedup, ctx)
@@ -856,8 +886,11 @@ class _RunState:
         lines: list[bytes | None] = []
         keys: list[tuple[object, ...]] = []
         duplicates = 0
-        for line, key in zip(rows.candidate_lines, rows.candidate_keys):
-            decision, duplicate_of = marking(self.dedup.mark(key))
+        remarked = False
+        marks = [marking(self.dedup.mark(key)) for key in rows.candidate_keys]
+        if rows.segment is not None and any(m != key.marking for m, key in zip(marks, rows.candidate_keys)):
+            rows.materialize()  # rare: a line to mark again must be read
+        for line, key, (decision, duplicate_of) in zip(rows.candidate_lines, rows.candidate_keys, marks):
             keys.append(key.as_tuple((decision, duplicate_of)))
             duplicates += decision == "duplicate"
             if (decision, duplicate_of) != key.marking:  # rare: parse, mark, serialise again
@@ -865,9 +898,12 @@ class _RunState:
                 candidate = json.loads(line)
                 candidate["decision"], candidate["duplicate_of"] = decision, duplicate_of
                 line = ledger.dumps(candidate)
+                remarked = True
             lines.append(line)
         rows.candidate_lines = lines
-        rows.manifest["rows_digest"] = rows_digest((line for line in lines if line is not None), self.ctx.derived_key)
+        # Trusted lines written back as they are keep the digest they were checked against.
+        rows.manifest["rows_digest"] = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
+            (line for line in lines if line is not None), self.ctx.derived_key)
         self.key_cache[rows.manifest["rows_digest"]] = keys
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)

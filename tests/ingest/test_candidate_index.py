@@ -1,0 +1,77 @@
+"""The candidates offset index: a rerun copies unchanged sources' lines as byte ranges;
+the ledger it writes is the same as a full scan's, and a damaged or stale index is a miss."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.ingest.conftest import TECH_PROMPT, IngestEnv
+from tests.testing.sessions import Msg, assistant, user, write_omp_session
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+def _turn(i: int) -> list[Msg]:
+    """A turn of its own (no duplicates: every stored line keeps its marking)."""
+    return [user(f"{TECH_PROMPT} ({i})"), assistant(
+        f"Session {i}: the build broke because the lockfile pinned compiler {i}.0 while CI installed {i}.1; "
+        f"pinning the compiler to {i}.0 in CI and clearing the cache key fixed it (step {i}).")]
+
+
+def _sessions(env: IngestEnv, count: int) -> list[Path]:
+    paths = []
+    for i in range(count):
+        path = write_omp_session(env.omp, _turn(i), session_id=f"s{i}")
+        _age(path)
+        paths.append(path)
+    return paths
+
+
+def _grow(path: Path, i: int) -> None:
+    write_omp_session(path.parent, [*_turn(i), user(f"{TECH_PROMPT} again ({i})"),
+                                    assistant(f"The second fix pins the compiler version in CI as well ({i}).")],
+                      session_id=f"s{i}")
+    _age(path)
+
+
+def test_a_rerun_from_the_index_writes_the_same_candidates_ledger_as_a_full_scan(env: IngestEnv) -> None:
+    paths = _sessions(env, 5)
+    env.run()
+    index = env.out / "candidates-index.marshal"
+    assert index.exists()
+    _grow(paths[2], 2)  # a source in the middle: the copied ranges are split around it
+    before = env.out.parent / "before"
+    shutil.copytree(env.out, before)
+    summary, _ = env.run()
+    assert summary["processed"] == 1 and summary["reused_unread"] == 4
+    from_index = (env.out / "candidates.jsonl").read_bytes()
+    shutil.rmtree(env.out)
+    shutil.copytree(before, env.out)
+    (env.out / "candidates-index.marshal").unlink()
+    scanned, _ = env.run()
+    assert from_index == (env.out / "candidates.jsonl").read_bytes()
+    assert [json.loads(line)["source_key"] for line in from_index.splitlines()]
+    assert scanned["candidates"] == summary["candidates"] and scanned["duplicates"] == summary["duplicates"]
+
+
+def test_a_damaged_or_stale_index_is_a_miss(env: IngestEnv) -> None:
+    _sessions(env, 3)
+    first, _ = env.run()
+    expected = (env.out / "candidates.jsonl").read_bytes()
+    index = env.out / "candidates-index.marshal"
+    index.write_bytes(b"\x00 not marshal")
+    damaged, _ = env.run()
+    assert (env.out / "candidates.jsonl").read_bytes() == expected
+    stale = index.read_bytes()
+    env.run()
+    index.write_bytes(stale)  # written for an earlier file: size, mtime or inode differ
+    again, _ = env.run()
+    assert (env.out / "candidates.jsonl").read_bytes() == expected
+    for summary in (damaged, again):
+        assert summary["candidates"] == first["candidates"] and summary["malformed_prior_rows"] == 0
