@@ -554,8 +554,6 @@ class WriteSink(LedgerSink):
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         if journal:
             rows.materialize()
-        if rows.lines_of_candidates() or rows.segment is not None:
-            self._digests[rows.manifest["source_key"]] = rows.manifest.get("rows_digest") or ""
         segment = rows.segment
         if segment is not None:
             self._spans[rows.manifest["source_key"]] = [
@@ -564,6 +562,8 @@ class WriteSink(LedgerSink):
             lines: list[bytes] = []
         else:
             lines = rows.lines_of_candidates()
+        if lines or segment is not None:
+            self._digests[rows.manifest["source_key"]] = rows.manifest.get("rows_digest") or ""
         if lines:
             spans = self._spans.setdefault(rows.manifest["source_key"], [])
             if spans:
@@ -606,7 +606,10 @@ class WriteSink(LedgerSink):
             except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
                 done = 0
             if done <= 0:
-                out.write(os.pread(fd, end - start, start))
+                data = os.pread(fd, end - start, start)
+                if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
+                    raise OSError(errno.EIO, "the candidates ledger changed while copied")
+                out.write(data)
                 out.flush()
                 break
             start += done
