@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import cache
 
 from blake3 import blake3
 
@@ -43,10 +44,11 @@ _SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 # The definition: a token is a run of letters/digits outside the spaceless
 # scripts, or one character of them. tokens() computes the same thing faster
 # (a regex scan per word costs 3x more than translate + split; ingest
-# normalises every kept record); the tests hold the two equal.
-TOKEN = re.compile(rf"[^\W_{_SPACELESS}]+|[{_SPACELESS}]")
+# normalises every kept record); the tests hold the two equal. Kept as the
+# pattern text: only the tests apply it, and compiling it costs 3-4 ms
+# (the regex compiler expands the spaceless ranges one code point at a time).
+TOKEN_PATTERN = rf"[^\W_{_SPACELESS}]+|[{_SPACELESS}]"
 _NON_ASCII_SEPARATORS = re.compile(r"[^\w\x00-\x7f]+")
-_SPACELESS_CHAR = re.compile(rf"[{_SPACELESS}]")
 # ASCII punctuation, `_` and whitespace → space; UTF-8 bytes of other characters kept.
 _BYTE_SEPARATORS = bytes.maketrans(
     bytes(range(256)), bytes(c if c >= 128 or chr(c).isalnum() else 32 for c in range(256))
@@ -55,7 +57,7 @@ _BYTE_SEPARATORS = bytes.maketrans(
 NORMALISER_HASH = blake3(
     "\0".join(
         (NORMALISER_VERSION, _LINE_LAYOUT.pattern, _FRONTMATTER.pattern,
-         TOKEN.pattern, "NFKC", "lower")
+         TOKEN_PATTERN, "NFKC", "lower")
     ).encode("utf-8")
 ).hexdigest()[:16]
 
@@ -79,9 +81,17 @@ def tokens(text: str) -> list[bytes]:
     if text.isascii():
         return text.encode("ascii").lower().translate(_BYTE_SEPARATORS).split()
     text = _NON_ASCII_SEPARATORS.sub(" ", unicodedata.normalize("NFKC", text).lower())
-    if _SPACELESS_CHAR.search(text):
-        text = _SPACELESS_CHAR.sub(r" \g<0> ", text)
+    spaceless = _spaceless_char()
+    if spaceless.search(text):
+        text = spaceless.sub(r" \g<0> ", text)
     return text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split()
+
+
+@cache
+def _spaceless_char() -> re.Pattern[str]:
+    # Compiled on first non-ASCII text, not at import: 3-4 ms that a run
+    # without such text (and every command that only imports this) never needs.
+    return re.compile(f"[{_SPACELESS}]")
 
 
 def normalised(text: str) -> str:

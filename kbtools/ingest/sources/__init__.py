@@ -32,6 +32,7 @@ read or could not be read, meaning "do not cache, load next time".
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,7 +41,6 @@ from typing import Any
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources import claude, codex, hindsight, omp, opencode, prompt_history
 from kbtools.ingest.sources.common import error_unit
 
 
@@ -53,13 +53,37 @@ class Source:
     handles: tuple[tuple[str, str | None], ...]
 
 
+Discover = Callable[[SourceSettings], Iterator[SourceRef]]
+Load = Callable[[SourceRef, SourceSettings], SourceUnit]
+
+
+def _lazy(module: str, *, needed: Callable[[SourceSettings], bool] | None = None) -> tuple[Discover, Load]:
+    """``discover`` and ``load`` of ``kbtools.ingest.sources.<module>``, imported on
+    first call: a run pays only for the readers it uses (the HTTP client of an
+    unconfigured Hindsight is never imported). ``needed``: a settings test that
+    spares even the import when it is false (discovery would yield nothing)."""
+    name = f"{__name__}.{module}"
+
+    def discover(settings: SourceSettings) -> Iterator[SourceRef]:
+        if needed is not None and not needed(settings):
+            return iter(())
+        refs: Iterator[SourceRef] = importlib.import_module(name).discover(settings)
+        return refs
+
+    def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+        unit: SourceUnit = importlib.import_module(name).load(ref, settings)
+        return unit
+
+    return discover, load
+
+
 SOURCES: tuple[Source, ...] = (
-    Source("omp", omp.discover, omp.load, (("omp", None),)),
-    Source("opencode", opencode.discover, opencode.load, (("opencode", None),)),
-    Source("codex", codex.discover, codex.load, (("codex", None),)),
-    Source("prompt_history", prompt_history.discover, prompt_history.load, (("opencode", "prompt-history"),)),
-    Source("hindsight", hindsight.discover, hindsight.load, (("hindsight", None),)),
-    Source("claude", claude.discover, claude.load, (("claude", None),)),
+    Source("omp", *_lazy("omp"), (("omp", None),)),
+    Source("opencode", *_lazy("opencode"), (("opencode", None),)),
+    Source("codex", *_lazy("codex"), (("codex", None),)),
+    Source("prompt_history", *_lazy("prompt_history"), (("opencode", "prompt-history"),)),
+    Source("hindsight", *_lazy("hindsight", needed=lambda settings: bool(settings.hindsight_url)), (("hindsight", None),)),
+    Source("claude", *_lazy("claude"), (("claude", None),)),
 )
 
 

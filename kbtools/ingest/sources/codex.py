@@ -76,11 +76,11 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     if root is None or not root.is_dir():
         yield unavailable_ref(TOOL, root or "codex-home")
         return
-    files: list[Path] = []
+    files: list[str] = []
     for name in SESSION_DIRS:
         if (root / name).is_dir():
             files.extend(walk_files(root / name, ".jsonl"))
-    files.sort(key=str)
+    files.sort()
     for path in files:
         yield file_ref(TOOL, "session", path)
     history = root / HISTORY_FILE

@@ -40,12 +40,13 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def file_ref(tool: str, record_type: str, path: Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
+def file_ref(tool: str, record_type: str, path: str | Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
+    locator = str(path)
     try:
-        key: tuple[Any, ...] | None = stat_key(path.stat())
+        key: tuple[Any, ...] | None = stat_key(os.stat(locator))
     except OSError:
         key = None
-    return SourceRef(tool=tool, record_type=record_type, format=fmt, locator=str(path), stat_key=key, payload=payload)
+    return SourceRef(tool, record_type, fmt, locator, key, payload)
 
 
 # The skip reason of a store that does not exist (an agent the user does not have).
@@ -103,14 +104,52 @@ def os_error_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset()) -> list[Path]:
-    """Files under ``root`` ending in ``suffix``, sorted; directory symlinks are not followed."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in skip_dirs]
-        found.extend(Path(dirpath, name) for name in filenames if name.endswith(suffix))
-    found.sort(key=lambda p: str(p))
+def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
+    """Paths of the files under ``root`` ending in ``suffix``, sorted as strings.
+
+    What ``os.walk(root)`` lists, by its rules: a symlink to a directory is not
+    followed (nor listed), any other entry that is not a directory counts as a
+    file (a symlink to a file, a dangling one), a directory that cannot be
+    listed — or fails part-way — contributes nothing, and ``skip_dirs`` names
+    are pruned at every depth. Strings, not ``Path`` objects: discovery lists
+    thousands of files on every run, and the locator is a string anyway.
+    """
+    top = os.fspath(root)
+    found: list[str] = []
+    _scan(top, suffix, skip_dirs, found)
+    if top == ".":  # the one root whose joined paths are not already normal ("./a" is Path("a"))
+        found = [path[2:] for path in found]
+    found.sort()
     return found
+
+
+def _scan(directory: str, suffix: str, skip_dirs: frozenset[str], found: list[str]) -> None:
+    files: list[str] = []
+    subdirs: list[str] = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    if entry.name.endswith(suffix):
+                        files.append(entry.path)
+                elif entry.name not in skip_dirs and not _is_symlink(entry):
+                    subdirs.append(entry.path)
+    except OSError:
+        return
+    found.extend(files)
+    for subdir in subdirs:
+        _scan(subdir, suffix, skip_dirs, found)
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:  # as os.path.islink: a link that cannot be examined is not one
+        return False
 
 
 def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:

@@ -64,7 +64,7 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
         yield unavailable_ref(TOOL, root or "omp-sessions")
         return
     for path in walk_files(root, ".jsonl", skip_dirs=_SKIP_DIRS):
-        record_type = "advisor" if path.name.startswith(ADVISOR_PREFIX) else "session"
+        record_type = "advisor" if os.path.basename(path).startswith(ADVISOR_PREFIX) else "session"
         yield file_ref(TOOL, record_type, path)
 
 
