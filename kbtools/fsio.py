@@ -21,8 +21,12 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
-def atomic_write_bytes(path: Path, chunks: Iterable[bytes], *, mode: int = PRIVATE_FILE_MODE) -> None:
-    """Write ``chunks`` to ``path`` atomically: a reader sees the old or the new file, never a mix."""
+def atomic_write_bytes(path: Path, chunks: Iterable[bytes], *, mode: int = PRIVATE_FILE_MODE,
+                       durable: bool = True) -> None:
+    """Write ``chunks`` to ``path`` atomically: a reader sees the old or the new file, never a mix.
+
+    ``durable=False`` skips the fsyncs: for a cache, which after a power loss may
+    be missing or empty (and a cache that does not load is a miss)."""
     tmp = temp_path_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
@@ -30,7 +34,8 @@ def atomic_write_bytes(path: Path, chunks: Iterable[bytes], *, mode: int = PRIVA
             for chunk in chunks:
                 fh.write(chunk)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -39,7 +44,8 @@ def atomic_write_bytes(path: Path, chunks: Iterable[bytes], *, mode: int = PRIVA
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:

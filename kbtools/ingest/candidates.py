@@ -22,9 +22,10 @@ import re
 from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list, words_of
 from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
@@ -601,19 +602,6 @@ class DedupKey:
     def of(cls, candidate: Mapping[str, object]) -> DedupKey:
         return cls._make(candidate.get)
 
-    def as_tuple(self, marking: tuple[object, object] | None = None) -> tuple[object, ...]:
-        """Plain data for a cache (``marking``: that of the line as finally written)."""
-        decision, duplicate_of = marking or self.marking
-        return (self.fingerprint, self.candidate_id, decision, duplicate_of, self.code_blocks, self.error_logs)
-
-    @classmethod
-    def from_tuple(cls, data: Sequence[object]) -> DedupKey:
-        fp, cid, decision, duplicate_of, code_blocks, error_logs = data
-        if not (isinstance(fp, str) and isinstance(cid, str) and isinstance(code_blocks, tuple)
-                and isinstance(error_logs, tuple)):
-            raise ValueError("not a dedup key")
-        return cls(fp, cid, (decision, duplicate_of), code_blocks, error_logs)
-
     @classmethod
     def of_line(cls, line: bytes) -> DedupKey:
         """The key of a stored candidate line, decoding only the fields it needs
@@ -642,6 +630,37 @@ class DedupKey:
         )
 
 
+class StoredKeys(NamedTuple):
+    """The dedup keys of one source's candidate lines, as the key cache keeps them
+    (plain tuples: one per field, the digests of all candidates in one run)."""
+
+    fingerprints: tuple[str, ...]
+    candidate_ids: tuple[str, ...]
+    decisions: tuple[object, ...]  # the markings of the lines as written
+    duplicates_of: tuple[object, ...]
+    code_blocks: tuple[bytes, ...]
+    error_logs: tuple[bytes, ...]
+
+    @classmethod
+    def of(cls, keys: Sequence[DedupKey], markings: Sequence[tuple[object, object]]) -> StoredKeys:
+        return cls(
+            tuple(k.fingerprint for k in keys), tuple(k.candidate_id for k in keys),
+            tuple(d for d, _ in markings), tuple(u for _, u in markings),
+            tuple(b for k in keys for b in k.code_blocks), tuple(e for k in keys for e in k.error_logs),
+        )
+
+    @property
+    def markings(self) -> list[tuple[object, object]]:
+        return list(zip(self.decisions, self.duplicates_of))
+
+    def plain(self) -> tuple[tuple[object, ...], ...]:
+        """As a plain tuple (marshal takes no tuple subclass)."""
+        return tuple(self)
+
+    def marked(self, markings: Sequence[tuple[object, object]]) -> StoredKeys:
+        return self._replace(decisions=tuple(d for d, _ in markings), duplicates_of=tuple(u for _, u in markings))
+
+
 def marking(duplicate_of: str) -> tuple[str, str]:
     """(decision, duplicate_of) of a candidate whose canonical twin is ``duplicate_of`` ("" if none)."""
     return ("duplicate", duplicate_of) if duplicate_of else ("jotting", "")
@@ -661,6 +680,28 @@ class Deduplicator:
         self._code_blocks.add_all(key.code_blocks)
         self._error_logs.add_all(key.error_logs)
         return first if first != key.candidate_id else ""
+
+    def mark_stored(self, keys: StoredKeys) -> tuple[int, list[str] | None]:
+        """:meth:`mark` for a source's keys as the key cache keeps them: (how many are
+        duplicates, None when every marking equals the stored one, else each key's
+        canonical twin or "")."""
+        setdefault = self._canonical.setdefault
+        duplicates = 0
+        changed = False
+        twins: list[str] = []
+        for fingerprint, cid, decision, duplicate_of in zip(
+                keys.fingerprints, keys.candidate_ids, keys.decisions, keys.duplicates_of):
+            first = setdefault(fingerprint, cid)
+            if first != cid:
+                duplicates += 1
+                changed = changed or decision != "duplicate" or duplicate_of != first
+                twins.append(first)
+            else:
+                changed = changed or decision != "jotting" or duplicate_of != ""
+                twins.append("")
+        self._code_blocks.add_all(keys.code_blocks)
+        self._error_logs.add_all(keys.error_logs)
+        return duplicates, twins if changed else None
 
     def apply(self, candidate: dict[str, object]) -> dict[str, object]:
         candidate["decision"], candidate["duplicate_of"] = marking(self.mark(DedupKey.of(candidate)))
@@ -694,9 +735,7 @@ class _RepeatCounter:
         self._seen: set[bytes] = set()
         self.repeats = 0
 
-    def add_all(self, digests: Iterable[bytes]) -> None:
-        for digest in digests:
-            if digest in self._seen:
-                self.repeats += 1
-            else:
-                self._seen.add(digest)
+    def add_all(self, digests: Collection[bytes]) -> None:
+        before = len(self._seen)
+        self._seen.update(digests)
+        self.repeats += len(digests) - (len(self._seen) - before)

@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from kbtools.errors import KbError
 from kbtools.fsio import (
@@ -94,6 +94,8 @@ def stat_json(stat_key: Any) -> str:
     """A source version as compact JSON ("" for none): equal strings, equal versions."""
     if stat_key is None or isinstance(stat_key, str) or not isinstance(stat_key, (list, tuple)):
         return ""
+    if len(stat_key) == 3 and type(stat_key[0]) is type(stat_key[1]) is type(stat_key[2]) is int:
+        return "[%d,%d,%d]" % tuple(stat_key)  # a file's (size, mtime_ns, inode): as json.dumps has it
     return json.dumps(list(stat_key), separators=(",", ":"))
 
 
@@ -171,13 +173,19 @@ def open_ledger(path: Path) -> IO[bytes] | None:
         raise KbError(f"cannot read ledger: {exc.strerror}", str(path)) from None
 
 
-def scan_ledger(fh: IO[bytes], ledger: str) -> Iterator[tuple[Row | None, int]]:
-    """``(row or None if malformed, byte offset)`` per non-blank line of an open ledger."""
+def _lines(fh: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """``(line, byte offset)`` per non-blank line of an open file."""
     offset = 0
     for line in fh:
         start, offset = offset, offset + len(line)
         if line.strip():
-            yield _parse(line, ledger), start
+            yield line, start
+
+
+def scan_ledger(fh: IO[bytes], ledger: str) -> Iterator[tuple[Row | None, int]]:
+    """``(row or None if malformed, byte offset)`` per non-blank line of an open ledger."""
+    for line, start in _lines(fh):
+        yield _parse(line, ledger), start
 
 
 def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
@@ -187,6 +195,21 @@ def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
         return
     with fh:
         yield from scan_ledger(fh, ledger)
+
+
+_RUN_AT = b',"run_at":'
+
+
+def restamped(line: bytes, run_at: bytes) -> bytes | None:
+    """A row line written by :func:`dumps` whose last field is ``run_at``, with a new
+    ``run_at`` (a JSON string); None for any other line."""
+    at = line.rfind(_RUN_AT)
+    if at < 0 or not line.endswith(b'"}\n') or line[at + len(_RUN_AT):at + len(_RUN_AT) + 1] != b'"':
+        return None
+    old = line[at + len(_RUN_AT) + 1:-3]
+    if b'"' in old or b"\\" in old:
+        return None
+    return b"".join((line[:at], _RUN_AT, run_at, b"}\n"))
 
 
 _SOURCE_KEY = b'"source_key":"'
@@ -217,30 +240,62 @@ def _candidate_keys(line: bytes) -> tuple[str | None, str | None]:
 # --------------------------------------------------------------------------- prior state
 
 
-@dataclass(frozen=True)
-class PriorSource:
-    """What the reuse decision needs of one prior manifest row (the row itself stays on disk)."""
+class PriorSource(NamedTuple):
+    """What the reuse decision needs of one prior manifest row (the row itself stays on disk).
 
-    identity: str
+    The fields up to ``rows_digest`` are the row's *entry*, what the ledger index
+    keeps of it (see LEDGER_INDEX_FILE)."""
+
     source_key: str
+    tool: str
+    record_type: str
+    project_key: str
+    session_hash: str
+    format: str
     content_hash: str
     parse_status: str
     redaction_status: str
-    error: str
     candidate_count: int
-    tool: str
-    record_type: str
-    format: str
-    session_hash: str
-    location: tuple[int, int]  # (file number, byte offset)
-    complete: bool = False
-    from_journal: bool = False  # written by an interrupted run, not yet final
+    skip_reason: str
+    error: str
+    truncated: bool
+    internal_filtered: int
     # The stat cache: which locator (hashed) this row was read from, and the
     # version read (compact JSON), so an unchanged file is reused unread.
-    locator_key: str = ""
-    stat_key: str = ""
+    locator_key: str
+    stat_key: str
     # Digest of the candidate lines this row was written with (see the pipeline).
-    rows_digest: str = ""
+    rows_digest: str
+    location: tuple[int, int] = (0, 0)  # (file number, byte offset)
+    length: int = 0  # of the row's line, newline included (0: unknown)
+    complete: bool = False
+    from_journal: bool = False  # written by an interrupted run, not yet final
+
+    @property
+    def identity(self) -> str:
+        return f"{self.tool}\0{self.project_key}\0{self.session_hash}"
+
+    @property
+    def entry(self) -> tuple[Any, ...]:
+        return tuple(self[:ENTRY_SIZE])
+
+
+ENTRY_SIZE = 17
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The :class:`PriorSource` entry of a manifest row."""
+    return (
+        row["source_key"], row["tool"], row["record_type"], row["project_key"], row["session_hash"],
+        row["format"], row["content_hash"], row["parse_status"], row["redaction_status"],
+        row["candidate_count"], row.get("skip_reason") or "", row.get("error") or "",
+        row.get("truncated") is True, _count(row.get("internal_filtered")),
+        row.get("locator_key") or "", stat_json(row.get("stat_key")), row.get("rows_digest") or "",
+    )
 
 
 @dataclass
@@ -257,12 +312,14 @@ class PriorState:
     malformed: int = 0
     has_partial: bool = False
     # Dedup keys of trusted candidate lines by their rows_digest (see KEY_CACHE_FILE).
-    key_cache: dict[str, list[Any]] = field(default_factory=dict)
+    key_cache: dict[str, bytes] = field(default_factory=dict)
     _files: list[Path] = field(default_factory=list)
     _handles: dict[int, IO[bytes]] = field(default_factory=dict)
-    # Where each source's candidate lines end in the final ledger (file number, end
-    # offset), when the offset index answered: its lines are then read in one go.
-    _ends: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Where each source's candidate lines start in the final ledger, and where the
+    # last one ends, when the ledger index answered (file number ``_indexed_file``):
+    # its lines are then read in one go. These sources are not in ``rows``.
+    _indexed: dict[str, list[int]] = field(default_factory=dict)
+    _indexed_file: int = -1
     # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
     _digests: dict[str, str] = field(default_factory=dict)
     _digest_context: str = ""
@@ -285,66 +342,65 @@ class PriorState:
         return number, handle
 
     def _load(self, output_dir: Path) -> None:
-        main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), journal=False)
-        partial_groups = self._manifest_groups(ledger_path(output_dir, "manifest", partial=True), journal=True)
+        index = read_ledger_index(output_dir)
+        main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), index, journal=False)
+        partial_groups = self._manifest_groups(ledger_path(output_dir, "manifest", partial=True), None, journal=True)
         self.has_partial = any(ledger_path(output_dir, n, partial=True).exists() for n in LEDGERS)
         owned = {d.source_key for group in partial_groups.values() for d in group}
         journal: dict[str, dict[str, list[tuple[int, int]]]] = {}
         for name in self.rows:
-            self.rows[name] = self._row_index(ledger_path(output_dir, name), name, journal=False)
-            journal[name] = self._row_index(ledger_path(output_dir, name, partial=True), name, journal=True)
+            self.rows[name] = self._row_index(ledger_path(output_dir, name), name, index, journal=False)
+            journal[name] = self._row_index(ledger_path(output_dir, name, partial=True), name, None, journal=True)
             owned.update(journal[name])
         # A source the journal touched takes its rows from the journal only
         # (partial wins per source_key, even when the journal has none of a kind).
-        for name, index in self.rows.items():
+        for name, rows in self.rows.items():
             for key in owned:
                 if key in journal[name]:
-                    index[key] = journal[name][key]
+                    rows[key] = journal[name][key]
                 else:
-                    index.pop(key, None)
+                    rows.pop(key, None)
+        for key in owned:
+            self._indexed.pop(key, None)
         self.by_identity = {**main_groups, **partial_groups}
-        for identity, group in self.by_identity.items():
-            self.by_identity[identity] = [self._with_completeness(d) for d in group]
+        candidates, indexed, rejected = self.rows["candidates"], self._indexed, self.rows["rejected"]
+        for group in self.by_identity.values():
+            for i, digest in enumerate(group):
+                # Complete: every promised candidate is there, and a source without
+                # candidates says why (a rejected row).
+                count = digest.candidate_count
+                spans = indexed.get(digest.source_key)
+                found = len(spans) - 1 if spans is not None else len(candidates.get(digest.source_key, ()))
+                if found == count and (count > 0 or digest.source_key in rejected):
+                    group[i] = digest._replace(complete=True)
         self.by_locator = {
             d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
         }
 
-    def _with_completeness(self, digest: PriorSource) -> PriorSource:
-        # Complete: every promised candidate is there, and a source without
-        # candidates says why (a rejected row).
-        found = len(self.rows["candidates"].get(digest.source_key, ()))
-        complete = found == digest.candidate_count and (
-            digest.candidate_count > 0 or bool(self.rows["rejected"].get(digest.source_key))
-        )
-        return PriorSource(**{**digest.__dict__, "complete": complete})
-
-    def _manifest_groups(self, path: Path, *, journal: bool) -> dict[str, list[PriorSource]]:
+    def _manifest_groups(self, path: Path, index: LedgerIndex | None, *,
+                         journal: bool) -> dict[str, list[PriorSource]]:
+        """Prior sources by identity (``journal``: rows tagged by run, the latest run's win)."""
         groups: dict[str, list[PriorSource]] = {}
         runs: dict[str, object] = {}
         number, handle = self._open(path)
-        for row, offset in scan_ledger(handle, "manifest") if handle is not None else ():
+        if handle is None:
+            return groups
+        cached = index.manifest(os.fstat(handle.fileno())) if index is not None else None
+        if cached is not None:
+            # Every row of the file, as entries, in file order (one row per source_key).
+            make = PriorSource._make
+            for entry, offset, length in cached:
+                digest = make((*entry, (number, offset), length, False, False))
+                groups.setdefault(digest.identity, []).append(digest)
+            return groups
+        for line, offset in _lines(handle):
+            row = _parse(line, "manifest")
             if row is None:
                 self.malformed += 1
                 continue
-            identity = "\0".join((row["tool"], row["project_key"], row["session_hash"]))
-            digest = PriorSource(
-                identity=identity,
-                source_key=row["source_key"],
-                content_hash=row["content_hash"],
-                parse_status=row["parse_status"],
-                redaction_status=row["redaction_status"],
-                error=row.get("error", ""),
-                candidate_count=row["candidate_count"],
-                tool=row["tool"],
-                record_type=row["record_type"],
-                format=row["format"],
-                session_hash=row["session_hash"],
-                location=(number, offset),
-                from_journal=journal,
-                locator_key=row.get("locator_key") or "",
-                stat_key=stat_json(row.get("stat_key")),
-                rows_digest=row.get("rows_digest") or "",
-            )
+            # No length: a row not vouched for by the index is never re-emitted as it is.
+            digest = PriorSource._make((*manifest_entry(row), (number, offset), 0, False, journal))
+            identity = digest.identity
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):
                 runs[identity] = row.get(RUN_TAG)
@@ -354,23 +410,27 @@ class PriorState:
             group.append(digest)
         return groups
 
-    def _row_index(self, path: Path, ledger: str, *, journal: bool) -> dict[str, list[tuple[int, int]]]:
-        index: dict[str, list[tuple[int, int]]] = {}
+    def _row_index(self, path: Path, ledger: str, index: LedgerIndex | None, *,
+                   journal: bool) -> dict[str, list[tuple[int, int]]]:
+        """Where each source's rows of ``ledger`` start (``journal``: as in :meth:`_manifest_groups`)."""
+        rows: dict[str, list[tuple[int, int]]] = {}
         runs: dict[str, object] = {}
         number, handle = self._open(path)
         if handle is None:
-            return index
-        if ledger == "candidates" and not journal:
-            cached = read_candidate_index(path.parent, os.fstat(handle.fileno()))
-            if cached is not None:
-                self._digest_context, self._digests, spans_by_key = cached
-                for cached_key, spans in spans_by_key.items():
-                    index[cached_key] = [(number, at) for at in spans[:-1]]
-                    self._ends[cached_key] = (number, spans[-1])
-                return index
-        offset = 0
-        for line in handle:
-            start, offset = offset, offset + len(line)
+            return rows
+        if index is not None:
+            stat = os.fstat(handle.fileno())
+            if ledger == "candidates":
+                cached = index.candidates(stat)
+                if cached is not None:
+                    self._digest_context, self._digests, self._indexed = cached
+                    self._indexed_file = number
+                    return rows
+            else:
+                offsets = index.offsets(ledger, stat)
+                if offsets is not None:
+                    return {source_key: [(number, at) for at in starts] for source_key, starts in offsets.items()}
+        for line, start in _lines(handle):
             if ledger == "candidates":
                 # Most of the ledger's bytes: its keys are read off the line, not parsed
                 # (a candidate is parsed, or its bytes checked by digest, when reused).
@@ -378,8 +438,6 @@ class PriorState:
             else:
                 key = run = None
             if key is None:
-                if not line.strip():
-                    continue
                 row = _parse(line, ledger)
                 if row is None:
                     self.malformed += 1
@@ -387,9 +445,9 @@ class PriorState:
                 key, run = row["source_key"], row.get(RUN_TAG)
             if journal and runs.get(key) != run:
                 runs[key] = run
-                index[key] = []
-            index.setdefault(key, []).append((number, start))
-        return index
+                rows[key] = []
+            rows.setdefault(key, []).append((number, start))
+        return rows
 
     def trusted_segment(self, source_key: str, rows_digest: str, context: str) -> Segment | None:
         """The byte range of the final ledger holding exactly one source's candidate
@@ -398,11 +456,10 @@ class PriorState:
         digest check of :func:`pipeline.prior_rows` without reading the lines."""
         if not rows_digest or context != self._digest_context or self._digests.get(source_key) != rows_digest:
             return None
-        locations = self.rows["candidates"].get(source_key, ())
-        end = self._ends.get(source_key)
-        if not locations or end is None or any(number != end[0] for number, _ in locations):
+        spans = self._indexed.get(source_key)
+        if spans is None or len(spans) < 2:
             return None
-        return Segment(self._handles[end[0]].fileno(), tuple(at for _, at in locations), end[1])
+        return Segment(self._handles[self._indexed_file].fileno(), tuple(spans[:-1]), spans[-1])
 
     def read_line(self, location: tuple[int, int]) -> bytes:
         number, offset = location
@@ -415,24 +472,37 @@ class PriorState:
         row.pop(RUN_TAG, None)
         return row  # type: ignore[no-any-return]
 
+    def _locations(self, ledger: str, source_key: str) -> Sequence[tuple[int, int]]:
+        spans = self._indexed.get(source_key) if ledger == "candidates" else None
+        if spans is not None:
+            return [(self._indexed_file, at) for at in spans[:-1]]
+        return self.rows[ledger].get(source_key, ())
+
     def lines_for(self, ledger: str, source_key: str) -> list[bytes]:
         """The stored lines of one source, as bytes (newline-terminated)."""
-        locations = self.rows[ledger].get(source_key, ())
-        end = self._ends.get(source_key) if ledger == "candidates" else None
-        if locations and end is not None and all(number == end[0] for number, _ in locations):
-            first = locations[0][1]
-            data = os.pread(self._handles[end[0]].fileno(), end[1] - first, first)
+        spans = self._indexed.get(source_key) if ledger == "candidates" else None
+        if spans is not None and len(spans) >= 2:
+            data = os.pread(self._handles[self._indexed_file].fileno(), spans[-1] - spans[0], spans[0])
             lines = data.splitlines(keepends=True)
-            if len(lines) == len(locations):
+            if len(lines) == len(spans) - 1:
                 return lines
-        lines = [self.read_line(location) for location in locations]
+        lines = [self.read_line(location) for location in self._locations(ledger, source_key)]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 
     def manifest_row(self, digest: PriorSource) -> Row:
         return self.read(digest.location)
 
+    def restamped_manifest_line(self, digest: PriorSource, run_at: bytes) -> bytes | None:
+        """The prior row's line as it is but for a new ``run_at`` (JSON), when the ledger
+        index vouches for it (written by this version, so in canonical form), else None."""
+        if not digest.length or digest.from_journal:
+            return None
+        number, offset = digest.location
+        line = os.pread(self._handles[number].fileno(), digest.length, offset)
+        return restamped(line, run_at) if len(line) == digest.length else None
+
     def rows_for(self, ledger: str, source_key: str) -> Iterator[Row]:
-        for location in self.rows[ledger].get(source_key, ()):
+        for location in self._locations(ledger, source_key):
             yield self.read(location)
 
     def close(self) -> None:
@@ -479,16 +549,32 @@ class SourceRows:
     internal_dropped: int = 0
     candidate_lines: list[bytes | None] = field(default_factory=list)
     candidate_keys: list[Any] = field(default_factory=list)
+    # Or, for trusted prior lines, their keys as the key cache keeps them (candidates.StoredKeys),
+    # and that entry as stored (marshal), to be kept as it is.
+    stored_keys: tuple[Any, ...] | None = None
+    stored_blob: bytes = b""
     # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
     lines_digest: str = ""
     # Trusted prior lines not read yet (``candidate_lines`` all None): copied as a byte range.
     segment: Segment | None = None
+    # The manifest row as it is written, when a prior row is re-emitted as it was
+    # (but for ``run_at``): ``manifest`` then holds only what the run reads of it,
+    # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
+    manifest_line: bytes | None = None
+    entry: tuple[Any, ...] | None = None
 
     def materialize(self) -> None:
         """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
         if self.segment is not None:
             self.candidate_lines = list(self.segment.read())
             self.segment = None
+
+    def full_manifest(self) -> Row:
+        """:attr:`manifest` as a whole row, to be changed (drops :attr:`manifest_line`)."""
+        if self.manifest_line is not None:
+            self.manifest = json.loads(self.manifest_line)
+            self.manifest_line = self.entry = None
+        return self.manifest
 
     @property
     def packed(self) -> bool:
@@ -500,10 +586,6 @@ class SourceRows:
         stored = self.candidate_lines if len(self.candidate_lines) == len(self.candidates) else ()
         return [line or dumps(row) for row, line in zip(self.candidates, stored or [None] * len(self.candidates))]
 
-    def by_ledger(self) -> Iterator[tuple[str, list[Row]]]:
-        yield "rejected", self.rejected
-        yield "events", self.events
-        yield "manifest", [self.manifest]
 
 
 class LedgerSink:
@@ -527,26 +609,145 @@ class LedgerSink:
         pass
 
 
+class _BackgroundWriter:
+    """A temp ledger written by a thread of its own: byte ranges copied from the prior
+    ledger (in the kernel where it can), new lines appended, the data synced to disk
+    as it goes. The run's thread only queues (the syscalls release the GIL), so a
+    rerun's tens of MB of unchanged lines cost it no copying and little waiting at
+    the final fsync. A failure is raised in the run's thread at its next call."""
+
+    SYNC_EVERY = 16 << 20  # bytes written between two fdatasync
+    CHUNK = 1 << 20  # lines are queued in pieces of about this size
+
+    def __init__(self, fd: int) -> None:
+        import queue
+        import threading
+
+        self.fd = fd
+        self._ops: queue.Queue[bytes | tuple[int, int, int] | None] = queue.Queue(maxsize=16)
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kb-ledger-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        self._buffer.append(data)
+        self._buffered += len(data)
+        if self._buffered >= self.CHUNK:
+            self._push()
+
+    def copy(self, fd: int, start: int, end: int) -> None:
+        self._push()
+        self._put((fd, start, end))
+
+    def finish(self) -> os.stat_result:
+        """Everything written and fsynced; the file's stat."""
+        self._push()
+        self._stop()
+        os.fsync(self.fd)
+        return os.fstat(self.fd)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._error = self._error or OSError(errno.ECANCELED, "abandoned")
+            self._ops.put(None)
+            self._thread.join()
+        os.close(self.fd)
+
+    def _push(self) -> None:
+        if self._buffer:
+            data = b"".join(self._buffer)
+            self._buffer.clear()
+            self._buffered = 0
+            self._put(data)
+
+    def _put(self, op: bytes | tuple[int, int, int]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._ops.put(op)
+
+    def _stop(self) -> None:
+        self._ops.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        unsynced = 0
+        while True:
+            op = self._ops.get()
+            if op is None:
+                return
+            if self._error is not None:
+                continue  # failed: drain until told to stop
+            try:
+                if isinstance(op, bytes):
+                    _write_all(self.fd, op)
+                    unsynced += len(op)
+                else:
+                    unsynced += _copy_range(op[0], self.fd, op[1], op[2])
+                if unsynced >= self.SYNC_EVERY:
+                    os.fdatasync(self.fd)
+                    unsynced = 0
+            except BaseException as exc:
+                self._error = exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> int:
+    """Append ``src[start:end]`` to ``dst`` (in the kernel where it can); the bytes copied."""
+    total = end - start
+    while start < end:
+        try:
+            done = os.copy_file_range(src, dst, end - start, start)
+        except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
+            done = 0
+        if done <= 0:
+            data = os.pread(src, end - start, start)
+            if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
+                raise OSError(errno.EIO, "the candidates ledger changed while copied")
+            _write_all(dst, data)
+            break
+        start += done
+    return total
+
+
 class WriteSink(LedgerSink):
-    """``--write``: final ledgers streamed to temp files, progress appended to the journal."""
+    """``--write``: final ledgers streamed to temp files, progress appended to the journal.
+
+    The candidates ledger, most of the bytes, is written by a :class:`_BackgroundWriter`."""
 
     def __init__(self, output_dir: Path, run_id: str) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
         self._temps: dict[str, Path] = {}
         self._final: dict[str, IO[bytes]] = {}
+        self._candidates: _BackgroundWriter | None = None
         for name in LEDGERS:
             path = ledger_path(output_dir, name)
             tmp = temp_path_for(path)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
             self._temps[name] = tmp
-            self._final[name] = os.fdopen(fd, "wb")
+            if name == "candidates":
+                self._candidates = _BackgroundWriter(fd)
+            else:
+                self._final[name] = os.fdopen(fd, "wb")
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
-        # The offset index of the candidates ledger being written (see CANDIDATE_INDEX_FILE).
+        # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
         self._written = 0
         self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
         self._digests: dict[str, str] = {}
+        # The rest of the ledger index: manifest entries, rejected and event row starts.
+        self._entries: list[tuple[tuple[Any, ...], int, int]] = []
+        self._starts: dict[str, dict[str, list[int]]] = {"rejected": {}, "events": {}}
+        self._sizes = {"manifest": 0, "rejected": 0, "events": 0}
         # What every rows_digest of this run was computed under (set by the pipeline).
         self.digest_context = ""
         self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
@@ -573,13 +774,29 @@ class WriteSink(LedgerSink):
                 self._written += len(line)
             spans.append(self._written)
             self._flush_copy()
-            self._final["candidates"].write(b"".join(lines))
+            self._writer.write(b"".join(lines))
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
-        for name, items in rows.by_ledger():
-            self._final[name].write(b"".join(dumps(row) for row in items))
+        for name, items in (("rejected", rows.rejected), ("events", rows.events)):
+            if not items:
+                continue
+            starts = self._starts[name]
+            data = []
+            for row in items:
+                line = dumps(row)
+                starts.setdefault(row["source_key"], []).append(self._sizes[name])
+                self._sizes[name] += len(line)
+                data.append(line)
+            self._final[name].write(b"".join(data))
             if journal:
                 self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
+        line = rows.manifest_line if rows.manifest_line is not None else dumps(rows.manifest)
+        entry = rows.entry if rows.entry is not None else manifest_entry(rows.manifest)
+        self._entries.append((entry, self._sizes["manifest"], len(line)))
+        self._sizes["manifest"] += len(line)
+        self._final["manifest"].write(line)
+        if journal:
+            self._pending["manifest"].append(self._tagged(line))
 
     def _copy(self, segment: Segment) -> None:
         """Queue a byte range of the prior ledger; adjacent ranges are copied as one."""
@@ -592,27 +809,15 @@ class WriteSink(LedgerSink):
         self._pending_copy = (segment.fd, start, end)
 
     def _flush_copy(self) -> None:
-        """Copy the queued range into the candidates temp file (in the kernel where it can)."""
-        if self._pending_copy is None:
-            return
-        fd, start, end = self._pending_copy
-        self._pending_copy = None
-        out = self._final["candidates"]
-        out.flush()
-        dst = out.fileno()
-        while start < end:
-            try:
-                done = os.copy_file_range(fd, dst, end - start, start)
-            except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
-                done = 0
-            if done <= 0:
-                data = os.pread(fd, end - start, start)
-                if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
-                    raise OSError(errno.EIO, "the candidates ledger changed while copied")
-                out.write(data)
-                out.flush()
-                break
-            start += done
+        """Hand the queued range to the candidates writer."""
+        if self._pending_copy is not None:
+            self._writer.copy(*self._pending_copy)
+            self._pending_copy = None
+
+    @property
+    def _writer(self) -> _BackgroundWriter:
+        assert self._candidates is not None
+        return self._candidates
 
     def _tagged(self, line: bytes) -> bytes:
         """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
@@ -641,15 +846,19 @@ class WriteSink(LedgerSink):
         fsync_dir(self.output_dir)
 
     def commit(self) -> None:
-        identity: os.stat_result | None = None
+        written: dict[str, os.stat_result] = {}
         self._flush_copy()
         for name in COMMIT_ORDER:
-            out = self._final[name]
-            out.flush()
-            os.fsync(out.fileno())
             if name == "candidates":
-                identity = os.fstat(out.fileno())
-            out.close()
+                written[name] = self._writer.finish()
+                self._writer.close()
+                self._candidates = None
+            else:
+                out = self._final.pop(name)
+                out.flush()
+                os.fsync(out.fileno())
+                written[name] = os.fstat(out.fileno())
+                out.close()
             os.chmod(self._temps[name], PRIVATE_FILE_MODE)
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
             crash_point(f"rename-{name}")
@@ -660,14 +869,23 @@ class WriteSink(LedgerSink):
             except FileNotFoundError:
                 pass
         fsync_dir(self.output_dir)
-        if identity is not None:
-            write_candidate_index(self.output_dir, identity, self.digest_context, self._digests, self._spans)
+        write_ledger_index(self.output_dir, {
+            "manifest": (written["manifest"], self._entries),
+            "candidates": (written["candidates"], (self.digest_context, self._digests, self._spans)),
+            "rejected": (written["rejected"], self._starts["rejected"]),
+            "events": (written["events"], self._starts["events"]),
+        })
 
     def abort(self) -> None:
-        for name, out in self._final.items():
+        if self._candidates is not None:
+            self._candidates.close()
+            self._candidates = None
+        for out in self._final.values():
             out.close()
+        self._final.clear()
+        for tmp in self._temps.values():
             try:
-                os.unlink(self._temps[name])
+                os.unlink(tmp)
             except FileNotFoundError:
                 pass
 
@@ -691,64 +909,114 @@ def crash_point(name: str) -> None:
 # unchanged rerun need not decode code blocks and error messages again. Any
 # damage is a cache miss.
 KEY_CACHE_FILE = "dedup-keys.marshal"
-_KEY_CACHE_FORMAT = 1
+_KEY_CACHE_FORMAT = 4
 
 
-def read_key_cache(output_dir: Path) -> dict[str, list[Any]]:
+def read_key_cache(output_dir: Path) -> dict[str, bytes]:
+    """rows_digest → the marshalled keys of those lines (unmarshalled when used)."""
     import marshal
 
     try:
-        fmt, cache = marshal.loads((output_dir / KEY_CACHE_FILE).read_bytes())
+        fmt, checksum, payload = marshal.loads((output_dir / KEY_CACHE_FILE).read_bytes())
+        if fmt != _KEY_CACHE_FORMAT or checksum != _checksum(payload):
+            return {}
+        cache = marshal.loads(payload)
     except (OSError, ValueError, EOFError, TypeError):
         return {}
-    return cache if fmt == _KEY_CACHE_FORMAT and isinstance(cache, dict) else {}
+    return cache if isinstance(cache, dict) else {}
 
 
-def write_key_cache(output_dir: Path, cache: dict[str, list[Any]]) -> None:
+def write_key_cache(output_dir: Path, cache: dict[str, bytes]) -> None:
     import marshal
 
-    atomic_write_bytes(output_dir / KEY_CACHE_FILE, [marshal.dumps((_KEY_CACHE_FORMAT, cache))])
+    payload = marshal.dumps(cache)
+    try:
+        atomic_write_bytes(output_dir / KEY_CACHE_FILE, [marshal.dumps((_KEY_CACHE_FORMAT, _checksum(payload), payload))],
+                           durable=False)
+    except OSError:
+        pass  # only a cache
 
 
-# Where each source's lines start (and the last one ends) in candidates.jsonl, so
-# a rerun need not scan the whole ledger to index it: a pure cache, valid only for
-# the file it was written with (size, mtime, inode); any damage or mismatch is a
-# miss and the ledger is scanned as before.
-CANDIDATE_INDEX_FILE = "candidates-index.marshal"
-_CANDIDATE_INDEX_FORMAT = 2
+# Where every row of the final ledgers lies, so a rerun need not scan or parse
+# them: each manifest row's entry (see PriorSource) with its offset and length,
+# each source's candidate line starts (and where the last one ends) with the
+# rows_digest they were written with, and each source's rejected and event
+# rows. A pure cache: each part is valid only for the ledger file it was
+# written with (size, mtime, inode); a mismatch, a damaged file or another
+# format is a miss, and that ledger is scanned as before.
+LEDGER_INDEX_FILE = "ledger-index.marshal"
+# The rows' fields are part of the format: a row written with other fields is
+# never taken as canonical (see PriorState.restamped_manifest_line).
+_LEDGER_INDEX_FORMAT = (4, MANIFEST_FIELDS, CANDIDATE_FIELDS, REJECTED_FIELDS, EVENT_FIELDS)
 
 
 def _file_identity(stat: os.stat_result) -> tuple[int, int, int]:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-def read_candidate_index(output_dir: Path, stat: os.stat_result
-                         ) -> tuple[str, dict[str, str], dict[str, list[int]]] | None:
-    """(digest context, rows_digest by source, line starts + end by source) of the file ``stat`` describes."""
+def _checksum(payload: bytes) -> int:
+    """Against a damaged cache file, not a forged one (whoever can write it can write the ledgers)."""
+    import zlib
+
+    return zlib.crc32(payload)
+
+
+class LedgerIndex:
+    """The parts of a read :data:`LEDGER_INDEX_FILE`, each handed out only for its own file."""
+
+    def __init__(self, parts: dict[str, Any]) -> None:
+        self._parts = parts
+
+    def _part(self, ledger: str, stat: os.stat_result) -> Any:
+        part = self._parts.get(ledger)
+        if not isinstance(part, tuple) or len(part) != 2 or part[0] != _file_identity(stat):
+            return None
+        return part[1]
+
+    def manifest(self, stat: os.stat_result) -> list[tuple[tuple[Any, ...], int, int]] | None:
+        """``(entry, offset, length)`` of every manifest row, in file order."""
+        rows = self._part("manifest", stat)
+        return rows if isinstance(rows, list) else None
+
+    def candidates(self, stat: os.stat_result) -> tuple[str, dict[str, str], dict[str, list[int]]] | None:
+        """(digest context, rows_digest by source, line starts + end by source)."""
+        part = self._part("candidates", stat)
+        if not (isinstance(part, tuple) and len(part) == 3):
+            return None
+        context, digests, spans = part
+        if not (isinstance(context, str) and isinstance(digests, dict) and isinstance(spans, dict)):
+            return None
+        return context, digests, spans
+
+    def offsets(self, ledger: str, stat: os.stat_result) -> dict[str, list[int]] | None:
+        """Line starts by source of the rejected or events ledger."""
+        part = self._part(ledger, stat)
+        return part if isinstance(part, dict) else None
+
+
+def read_ledger_index(output_dir: Path) -> LedgerIndex | None:
     import marshal
 
     try:
-        fmt, identity, context, digests, spans = marshal.loads((output_dir / CANDIDATE_INDEX_FILE).read_bytes())
+        fmt, checksum, payload = marshal.loads((output_dir / LEDGER_INDEX_FILE).read_bytes())
+        if fmt != _LEDGER_INDEX_FORMAT or checksum != _checksum(payload):
+            return None
+        parts = marshal.loads(payload)
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    if fmt != _CANDIDATE_INDEX_FORMAT or identity != _file_identity(stat):
-        return None
-    if not (isinstance(context, str) and isinstance(digests, dict) and isinstance(spans, dict)):
-        return None
-    if not all(isinstance(v, list) and len(v) >= 2 and all(isinstance(n, int) for n in v) for v in spans.values()):
-        return None
-    return context, digests, spans
+    return LedgerIndex(parts) if isinstance(parts, dict) else None
 
 
-def write_candidate_index(output_dir: Path, stat: os.stat_result, context: str, digests: dict[str, str],
-                          spans: dict[str, list[int]]) -> None:
+def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, Any]]) -> None:
+    """``parts``: per ledger, the stat of the file as written and what to keep of it."""
     import marshal
 
+    payload = marshal.dumps({name: (_file_identity(stat), data) for name, (stat, data) in parts.items()})
     try:
-        atomic_write_bytes(output_dir / CANDIDATE_INDEX_FILE, [marshal.dumps(
-            (_CANDIDATE_INDEX_FORMAT, _file_identity(stat), context, digests, spans))])
+        atomic_write_bytes(output_dir / LEDGER_INDEX_FILE,
+                           [marshal.dumps((_LEDGER_INDEX_FORMAT, _checksum(payload), payload))], durable=False)
     except OSError:
-        pass  # only a cache: the next run scans the ledger
+        pass  # only a cache: the next run scans the ledgers
 
 
 def remove_stale_temps(output_dir: Path) -> None:

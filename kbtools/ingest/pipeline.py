@@ -34,8 +34,10 @@ Exact duplicates are marked in ledger order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import marshal
 import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -54,6 +56,7 @@ from kbtools.ingest.candidates import (
     KeptRecord,
     NoteIndex,
     SourceMeta,
+    StoredKeys,
     build_candidates,
     candidate_id,
     is_internal_candidate,
@@ -69,7 +72,7 @@ from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from kbtools.ingest.workers import WorkerPool
 
 # The journal is appended (and fsynced) once this many sources have new rows to journal.
 PARTIAL_EVERY = 100
@@ -420,31 +423,45 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     one may be older: its text is redacted again before it is written back, so
     no text reaches disk without the current rules.
     """
-    row = prior.manifest_row(digest)
     current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
     segment = prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key)) \
         if current else None
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     events = list(prior.rows_for("events", digest.source_key))
     dropped = 0
+    # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
+    as_before = current and _as_before(digest, status, skip_reason, created_at, locator)
     if segment is not None:
         # The offset index vouches for these bytes (written with this digest, under
         # these rules, into the very file still open): copied unread.
-        rows = SourceRows(row, [], rejected, events, candidate_lines=[None] * len(segment.starts),
-                          candidate_keys=_stored_keys(prior, digest, segment.read, len(segment.starts)),
+        count = len(segment.starts)
+        rows = SourceRows({}, [], rejected, events, candidate_lines=[None] * count,
                           lines_digest=digest.rows_digest, segment=segment)
+        _stored_keys(rows, prior, digest, segment.read, count)
+        same = as_before and count == digest.candidate_count
+        line = prior.restamped_manifest_line(digest, _json_bytes(run_at)) if same else None
+        if line is not None:
+            return _verbatim(rows, digest, line)
+        row = prior.manifest_row(digest)
         return _reemitted(rows, row, digest, ctx, run_at=run_at, status=status, skip_reason=skip_reason,
                           created_at=created_at, updated_at=updated_at, locator=locator,
                           redacted=False, slugs=list(row.get("article_slugs") or ()), current=current, dropped=0)
     lines = prior.lines_for("candidates", digest.source_key)
     trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
     if trusted:
-        rows = SourceRows(row, [], rejected, events, candidate_lines=list(lines),
-                          candidate_keys=_stored_keys(prior, digest, lambda: lines, len(lines)),
-                          lines_digest=digest.rows_digest)
+        rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
+        _stored_keys(rows, prior, digest, lambda: lines, len(lines))
         redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
+        if as_before and len(lines) == digest.candidate_count and (
+                redaction_status(redacted or digest.redaction_status.startswith("redacted:"))
+                == digest.redaction_status):
+            line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
+            if line is not None:
+                return _verbatim(rows, digest, line)
+        row = prior.manifest_row(digest)
         slugs = list(row.get("article_slugs") or ())
     else:
+        row = prior.manifest_row(digest)
         kept: list[Row] = []
         for line in lines:
             try:
@@ -500,19 +517,55 @@ def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessCont
     row.setdefault("stat_key", None)
     row.setdefault("rows_digest", "")
     rows.manifest = ledger.ordered(row, ledger.MANIFEST_FIELDS)
+    rows.manifest_line = rows.entry = None
     return rows
 
 
-def _stored_keys(prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]],
-                 count: int) -> list[DedupKey]:
-    """The dedup keys of ``count`` trusted lines: from the key cache, else read off the lines."""
-    cached = prior.key_cache.get(digest.rows_digest)
-    if cached is not None and len(cached) == count:
-        try:
-            return [DedupKey.from_tuple(data) for data in cached]
-        except (TypeError, ValueError):
-            pass  # a damaged cache is a miss
-    return [DedupKey.of_line(line) for line in lines()]
+def _as_before(digest: PriorSource, status: str, skip_reason: str | None, created_at: str | None,
+               locator: tuple[str, list[Any] | None] | None) -> bool:
+    """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
+    (given candidate lines and a redaction status that stay the same)."""
+    return (
+        not digest.from_journal
+        and digest.parse_status == status
+        and (skip_reason is None or digest.skip_reason == skip_reason)
+        and created_at is None  # the source was not read: its times are the prior row's
+        and (locator is None or (locator[0] == digest.locator_key and ledger.stat_json(locator[1]) == digest.stat_key))
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _json_bytes(value: str) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _verbatim(rows: SourceRows, digest: PriorSource, line: bytes) -> SourceRows:
+    """``rows`` with the prior manifest row ``line`` (already restamped) as their manifest."""
+    rows.manifest_line = line
+    rows.entry = digest.entry
+    # What the run reads of a manifest row (see SourceRows.full_manifest for the rest).
+    rows.manifest = {
+        "source_key": digest.source_key, "tool": digest.tool, "record_type": digest.record_type,
+        "format": digest.format, "parse_status": digest.parse_status, "error": digest.error,
+        "truncated": digest.truncated, "internal_filtered": digest.internal_filtered,
+        "rows_digest": digest.rows_digest,
+    }
+    return rows
+
+
+def _stored_keys(rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]],
+                 count: int) -> None:
+    """The dedup keys of ``count`` trusted lines into ``rows``: from the key cache (see
+    :class:`StoredKeys`), else read off the lines."""
+    blob = prior.key_cache.get(digest.rows_digest, b"")
+    try:
+        cached = marshal.loads(blob) if blob else None
+    except (ValueError, EOFError, TypeError):
+        cached = None  # a damaged entry is a miss
+    if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
+        rows.stored_keys, rows.stored_blob = cached, blob
+    else:
+        rows.candidate_keys = [DedupKey.of_line(line) for line in lines()]
 
 
 def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row],
@@ -633,83 +686,58 @@ def derived_key(derived: Any) -> str:
     return sha256_hex(json.dumps([derived.threshold, shingles, artifacts], separators=(",", ":")))
 
 
-# Outcomes a worker pool may run ahead of the ledger writer, per worker.
+# Outcomes the workers may run ahead of the ledger writer, per worker.
 WORKER_WINDOW = 16
 WORKER_BATCH = 8
-# Sources read in this process before a pool is started: a run that reads
-# only a few (a small store, a rerun after a few appends) pays no fork.
-INLINE_FIRST = 4
-_worker_context: ProcessContext | None = None
 
 
-def _init_worker(ctx: ProcessContext, parent: int, inherited: tuple[int, ...]) -> None:
-    """A forked worker: its copy of the run's lock is closed (a worker outliving a
-    ``kill -9``-ed run would otherwise hold the lock forever), and it dies with
-    the run (Linux ``PR_SET_PDEATHSIG``) rather than wait on a queue no one feeds."""
-    global _worker_context
-    _worker_context = ctx
-    import signal
+def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ()) -> WorkerPool | None:
+    """``jobs`` processes that run :func:`process_unit` on batches of refs (None for
+    one job: it runs in the run's own process). Made before any thread starts (see
+    :mod:`kbtools.ingest.workers`); ``inherited``: descriptors a worker must close (the lock)."""
+    if jobs <= 1:
+        return None
+    from kbtools.ingest.workers import WorkerPool
 
-    # Ctrl-C in a terminal reaches the whole process group: the run decides what an
-    # interrupt means. A worker interrupted while holding the pool's queue lock would
-    # leave the run waiting on it forever.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for fd in inherited:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the queue's EOF ends it later
-        pass
-    if os.getppid() != parent:  # the run died before the line above
-        os._exit(1)
+    return WorkerPool(jobs, lambda task: [process_unit(ref, ctx) for ref in task], inherited=inherited)
 
 
-def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
-             inherited: tuple[int, ...] = ()) -> Iterator[UnitOutcome]:
+def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | None) -> Iterator[UnitOutcome]:
     """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
-    duplicate marking depend on it); ``jobs`` > 1 runs it in worker processes,
-    ``WORKER_BATCH`` sources a task (a task costs the pool a pickle, a pipe write and a
-    wake-up), at most ``jobs × WORKER_WINDOW`` sources in flight, so memory stays
-    bounded (outcomes of reused sources waiting behind them hold no rows).
+    duplicate marking depend on it); with a ``pool`` it runs in worker processes,
+    ``WORKER_BATCH`` sources a task (a task costs a pickle and a pipe round trip),
+    at most ``jobs × WORKER_WINDOW`` sources in flight, so memory stays bounded
+    (outcomes of reused sources waiting behind them hold no rows).
 
     The stat cache is asked here first: a source it answers for is never sent to
-    a worker, and the pool is started only when more than ``INLINE_FIRST``
-    sources must be read. ``inherited``: descriptors a worker must close (the lock).
+    a worker. The pool is closed when ``refs`` are done, killed on any failure.
     """
-    if jobs <= 1:
+    if pool is None:
         for ref in refs:
             yield process_unit(ref, ctx)
         return
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
 
-    pool: ProcessPoolExecutor | None = None
-    window: deque[Future[list[UnitOutcome]] | UnitOutcome] = deque()
+    # A worker's ticket and how many sources its task holds, or an outcome at hand.
+    window: deque[tuple[int, int] | UnitOutcome] = deque()
     batch: list[SourceRef] = []
-    inline = 0
-    in_flight = 0
-    tasks_ahead = max(1, jobs * WORKER_WINDOW // WORKER_BATCH)
+    in_flight = 0  # sources
+    ahead = pool.jobs * WORKER_WINDOW
 
     def submit() -> None:
-        nonlocal pool, in_flight
-        if pool is None:
-            pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(ctx, os.getpid(), inherited))
-        window.append(pool.submit(_process_batch, tuple(batch)))
+        nonlocal in_flight
+        window.append((pool.submit(tuple(batch)), len(batch)))
+        in_flight += len(batch)
         batch.clear()
-        in_flight += 1
 
     def pop() -> list[UnitOutcome]:
         nonlocal in_flight
         item = window.popleft()
         if isinstance(item, UnitOutcome):
             return [item]
-        in_flight -= 1
-        return item.result()
+        ticket, size = item
+        in_flight -= size
+        return pool.result(ticket)  # type: ignore[no-any-return]
 
     try:
         for ref in refs:
@@ -718,29 +746,24 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, jobs: int,
                 if batch:
                     submit()  # what came before it goes first
                 window.append(cached)
-            elif pool is None and not batch and inline < INLINE_FIRST:
-                inline += 1
-                window.append(process_unit(ref, ctx))
             else:
                 batch.append(ref)
                 if len(batch) >= WORKER_BATCH:
                     submit()
             # Wait on a worker only when enough tasks are in flight: a rerun's few
             # sources to read then overlap instead of each costing a round trip.
-            while window and (isinstance(window[0], UnitOutcome) or in_flight >= tasks_ahead):
+            while window and (isinstance(window[0], UnitOutcome) or in_flight >= ahead):
                 yield from pop()
+            pool.pump()  # keep the workers busy while reused sources go by
         if batch:
             submit()
         while window:
             yield from pop()
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-
-
-def _process_batch(refs: tuple[SourceRef, ...]) -> list[UnitOutcome]:
-    assert _worker_context is not None
-    return [process_unit(ref, _worker_context) for ref in refs]
+            pool.pump()
+    except BaseException:
+        pool.kill()
+        raise
+    pool.close()
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -760,11 +783,9 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     lock = ledger.IngestLock(out) if request.write else None
     prior = PriorState()
     sink: LedgerSink = LedgerSink()
+    pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
-        if request.write:
-            ledger.remove_stale_temps(out)
-            sink = ledger.WriteSink(out, run_id)
         ctx = ProcessContext(
             settings=request.settings, redactor=redactor, derived=derived,
             notes=NoteIndex.load(request.layout.note_root), prior=prior.by_identity,
@@ -772,13 +793,16 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=derived_key(derived),
         )
-        if isinstance(sink, ledger.WriteSink):
+        # The workers first: the ledger writer below starts a thread.
+        pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
+        if request.write:
+            ledger.remove_stale_temps(out)
+            sink = ledger.WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
         counts = Counts()
         dedup = Deduplicator()
         state = _RunState(run_id, request, sink, counts, dedup, ctx)
-        held = (lock.fileno,) if lock is not None else ()
-        for outcome in outcomes(discover(request.settings), ctx, request.jobs, held):
+        for outcome in outcomes(discover(request.settings), ctx, pool):
             counts.discovered += 1
             state.take(outcome, prior, run_at)
             if state.journalled >= PARTIAL_EVERY:
@@ -819,6 +843,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         sink.abort()
         raise
     finally:
+        if pool is not None:
+            pool.kill()  # a no-op once outcomes() closed it
         prior.close()
         if lock is not None:
             lock.release()
@@ -845,7 +871,7 @@ class _RunState:
         # Sources journalled since the last persist: what a kill -9 could lose
         # (reused sources need no journal — they are in the prior ledgers).
         self.journalled = 0
-        self.key_cache: dict[str, list[Any]] = {}
+        self.key_cache: dict[str, bytes] = {}
 
     def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
         if outcome.source_key in self.emitted:
@@ -863,9 +889,10 @@ class _RunState:
             # the ledgers equal those of an uninterrupted run.
             digest = outcome.reuse
             status = digest.parse_status if digest.from_journal else "unchanged"
+            # An unread source's locator and version are the prior row's (the stat cache said so).
             rows = prior_rows(prior, digest, self.ctx, run_at=run_at, status=status, skip_reason=None,
                               created_at=outcome.created_at, updated_at=outcome.updated_at,
-                              locator=(outcome.locator_key, outcome.stat_key))
+                              locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key))
             self.counts.reused_unread += outcome.unread
             rows.manifest["source_key"] = outcome.source_key
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.
@@ -883,28 +910,46 @@ class _RunState:
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         self.emitted.add(rows.manifest["source_key"])
         rows = pack_rows(rows)
-        lines: list[bytes | None] = []
-        keys: list[tuple[object, ...]] = []
+        if rows.stored_keys is not None:
+            stored = StoredKeys._make(rows.stored_keys)
+            duplicates, twins = self.dedup.mark_stored(stored)
+            if twins is None:  # every line keeps its marking: written as it is
+                if rows.manifest["rows_digest"] != rows.lines_digest:
+                    rows.full_manifest()["rows_digest"] = rows.lines_digest
+                self.key_cache[rows.lines_digest] = rows.stored_blob
+                self.counts.add(rows, duplicates)
+                self.sink.emit(rows, journal=journal)
+                self.journalled += journal
+                return
+            rows.stored_keys = None
+            marks: list[tuple[object, object]] = [marking(twin) for twin in twins]
+            written = stored.markings
+        else:
+            keys = rows.candidate_keys
+            marks = [marking(self.dedup.mark(key)) for key in keys]
+            written = [key.marking for key in keys]
+            stored = StoredKeys.of(keys, written)
         duplicates = 0
         remarked = False
-        marks = [marking(self.dedup.mark(key)) for key in rows.candidate_keys]
-        if rows.segment is not None and any(m != key.marking for m, key in zip(marks, rows.candidate_keys)):
+        if rows.segment is not None and marks != written:
             rows.materialize()  # rare: a line to mark again must be read
-        for line, key, (decision, duplicate_of) in zip(rows.candidate_lines, rows.candidate_keys, marks):
-            keys.append(key.as_tuple((decision, duplicate_of)))
-            duplicates += decision == "duplicate"
-            if (decision, duplicate_of) != key.marking:  # rare: parse, mark, serialise again
+        lines: list[bytes | None] = []
+        for line, mark, was in zip(rows.candidate_lines, marks, written):
+            duplicates += mark[0] == "duplicate"
+            if mark != was:  # rare: parse, mark, serialise again
                 assert line is not None
                 candidate = json.loads(line)
-                candidate["decision"], candidate["duplicate_of"] = decision, duplicate_of
+                candidate["decision"], candidate["duplicate_of"] = mark
                 line = ledger.dumps(candidate)
                 remarked = True
             lines.append(line)
         rows.candidate_lines = lines
         # Trusted lines written back as they are keep the digest they were checked against.
-        rows.manifest["rows_digest"] = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
+        digest = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
             (line for line in lines if line is not None), self.ctx.derived_key)
-        self.key_cache[rows.manifest["rows_digest"]] = keys
+        if digest != rows.manifest["rows_digest"]:
+            rows.full_manifest()["rows_digest"] = digest
+        self.key_cache[digest] = marshal.dumps(stored.marked(marks).plain())  # type: ignore[arg-type]
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
         self.journalled += journal

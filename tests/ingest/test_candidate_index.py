@@ -40,23 +40,35 @@ def _grow(path: Path, i: int) -> None:
     _age(path)
 
 
-def test_a_rerun_from_the_index_writes_the_same_candidates_ledger_as_a_full_scan(env: IngestEnv) -> None:
+def _without_run_at(path: Path) -> list[dict[str, object]]:
+    return [{k: v for k, v in json.loads(line).items() if k != "run_at"} for line in path.read_bytes().splitlines()]
+
+
+def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(env: IngestEnv) -> None:
     paths = _sessions(env, 5)
+    # No technical knowledge: a rejected row, restamped like the manifest's.
+    _age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
     env.run()
-    index = env.out / "candidates-index.marshal"
+    env.run()  # every row "unchanged" now: the next run copies them as they are
+    index = env.out / "ledger-index.marshal"
     assert index.exists()
     _grow(paths[2], 2)  # a source in the middle: the copied ranges are split around it
     before = env.out.parent / "before"
     shutil.copytree(env.out, before)
     summary, _ = env.run()
-    assert summary["processed"] == 1 and summary["reused_unread"] == 4
-    from_index = (env.out / "candidates.jsonl").read_bytes()
+    assert summary["processed"] == 1 and summary["reused_unread"] == 5 and summary["rejected"] >= 1
+    from_index = {name: (env.out / f"{name}.jsonl").read_bytes() for name in ("candidates", "manifest", "rejected")}
+    run_at = json.loads(from_index["manifest"].splitlines()[0])["run_at"]
+    assert all(json.loads(line)["run_at"] == run_at for line in from_index["manifest"].splitlines())
     shutil.rmtree(env.out)
     shutil.copytree(before, env.out)
-    (env.out / "candidates-index.marshal").unlink()
+    (env.out / "ledger-index.marshal").unlink()
     scanned, _ = env.run()
-    assert from_index == (env.out / "candidates.jsonl").read_bytes()
-    assert [json.loads(line)["source_key"] for line in from_index.splitlines()]
+    assert from_index["candidates"] == (env.out / "candidates.jsonl").read_bytes()
+    for name in ("manifest", "rejected"):
+        assert _without_run_at(env.out / f"{name}.jsonl") == [
+            {k: v for k, v in json.loads(line).items() if k != "run_at"} for line in from_index[name].splitlines()]
+    assert [json.loads(line)["source_key"] for line in from_index["candidates"].splitlines()]
     assert scanned["candidates"] == summary["candidates"] and scanned["duplicates"] == summary["duplicates"]
 
 
@@ -64,7 +76,7 @@ def test_a_damaged_or_stale_index_is_a_miss(env: IngestEnv) -> None:
     _sessions(env, 3)
     first, _ = env.run()
     expected = (env.out / "candidates.jsonl").read_bytes()
-    index = env.out / "candidates-index.marshal"
+    index = env.out / "ledger-index.marshal"
     index.write_bytes(b"\x00 not marshal")
     damaged, _ = env.run()
     assert (env.out / "candidates.jsonl").read_bytes() == expected

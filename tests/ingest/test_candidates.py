@@ -3,12 +3,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbtools.ingest.candidates import (
+    DedupKey,
     Deduplicator,
     KeptRecord,
     NoteIndex,
     SourceMeta,
+    StoredKeys,
     build_candidates,
     is_internal_candidate,
+    marking,
     render,
     split_messages,
     split_turns,
@@ -92,6 +95,39 @@ def test_repeated_code_blocks_are_counted() -> None:
     for i in range(3):
         dedup.apply({"candidate_id": str(i), "fingerprint": str(i), "text": f"run {i}\n{block}"})
     assert dedup.duplicate_code_blocks == 2
+
+
+def test_marking_stored_keys_equals_marking_each_candidate() -> None:
+    """The key cache's path (one record per source) marks and counts as the per-candidate path."""
+    import random
+
+    rng = random.Random(7)
+    block = "```\n" + "npm ERR! code ERESOLVE unable to resolve the dependency tree of {}\n" + "```"
+    sources = []
+    for s in range(30):
+        keys = []
+        for c in range(rng.randint(0, 6)):
+            text = f"step {c}\n" + block.format(rng.randint(0, 5)) if rng.random() < 0.4 else "prose"
+            keys.append(DedupKey.of({
+                "candidate_id": f"s{s}c{c}", "fingerprint": f"f{rng.randint(0, 40)}", "text": text,
+                "error_messages": [f"error {rng.randint(0, 4)} in the build of the payment service"],
+                "decision": "jotting", "duplicate_of": "",
+            }))
+        sources.append(keys)
+    one, stored = Deduplicator(), Deduplicator()
+    for keys in sources:
+        expected = [marking(one.mark(key)) for key in keys]
+        duplicates, twins = stored.mark_stored(StoredKeys.of(keys, [key.marking for key in keys]))
+        assert duplicates == sum(decision == "duplicate" for decision, _ in expected)
+        # None: every stored marking ("jotting") still holds.
+        assert (twins is None) == all(mark == ("jotting", "") for mark in expected)
+        if twins is not None:
+            assert [marking(twin) for twin in twins] == expected
+        again = StoredKeys.of(keys, expected)
+        assert again.markings == expected and again.marked(expected) == again
+    assert (stored.duplicate_code_blocks, stored.duplicate_error_logs) == (
+        one.duplicate_code_blocks, one.duplicate_error_logs)
+    assert one.duplicate_code_blocks > 0 and one.duplicate_error_logs > 0
 
 
 def test_stored_text_is_rechecked_one_message_at_a_time() -> None:
