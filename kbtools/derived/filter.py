@@ -25,8 +25,8 @@ from typing import Any
 
 from blake3 import blake3
 
+from kbtools.derived.artifacts import current_artifact_files
 from kbtools.derived.index import INDEX_PARAMS, Artifact, ArtifactIndex
-from kbtools.derived.manifest import current_artifact_files, read_manifest, row_for
 from kbtools.derived.normalise import tokens
 from kbtools.derived.shingles import SHINGLE_PARAMS
 from kbtools.errors import ConfigError, KbError
@@ -107,6 +107,9 @@ class DerivedFilter:
 
 
 def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactIndex, dict[str, int], list[str]]:
+    # Imported here: a run whose index is cached never reads the manifest.
+    from kbtools.derived.manifest import read_manifest, row_for
+
     rows = read_manifest(manifest)
     warnings: list[str] = []
     artifacts: dict[str, Artifact] = {}
@@ -191,6 +194,8 @@ def check_threshold(threshold: float) -> None:
 
 def _reshingle(layout: Layout, rel_path: str, sha256: str) -> Artifact | None:
     """A stale row's artifact, shingled again from its file if the file still has that content."""
+    from kbtools.derived.manifest import row_for
+
     try:
         content = (layout.root / rel_path).read_bytes()
     except OSError:

@@ -14,9 +14,7 @@ formats of ``kb artifacts record`` (shingles as a list of hex strings, no
 ``sha256``) and marked not comparable; the filter re-shingles it from the file
 when the file still has that content, else skips it with a warning.
 
-Which files are artifacts: every ``.md`` under the notes folder and the files
-matching ``derived.skills`` globs (default ``skills/**/SKILL.md``,
-``.claude/skills/**/SKILL.md``, ``.agents/skills/**/SKILL.md``).
+Which files are artifacts: :mod:`kbtools.derived.artifacts`.
 """
 
 from __future__ import annotations
@@ -24,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kbtools.derived.artifacts import is_artifact_path
 from kbtools.derived.index import Artifact
 from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.derived.shingles import SHINGLE_PARAMS, body_hash, pack, shingle_hashes, unpack
@@ -178,57 +177,6 @@ def append_rows(path: Path, rows: Iterable[ManifestRow]) -> None:
     new = "".join(row.to_json() + "\n" for row in rows).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, [old, new], mode=MANIFEST_MODE)
-
-
-# --- which files are artifacts -------------------------------------------------
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
-
-
-def is_artifact_path(layout: Layout, rel_path: str) -> bool:
-    """``rel_path`` (POSIX, relative to the KB root) is a note or a skill."""
-    notes = layout.rel(layout.note_root).rstrip("/") + "/"
-    path = PurePosixPath(rel_path)
-    if rel_path.startswith(notes) and path.suffix == ".md" and not any(
-        part.startswith(".") for part in PurePosixPath(rel_path[len(notes):]).parts
-    ):
-        return True
-    return any(_glob_regex(g).fullmatch(rel_path) for g in layout.config.derived.skills)
-
-
-def current_artifact_files(layout: Layout) -> Iterator[Path]:
-    """The notes and skills in the working tree, each once, in a stable order."""
-    found: set[Path] = set()
-    if layout.note_root.is_dir():
-        for path in layout.note_root.rglob("*.md"):
-            rel = path.relative_to(layout.note_root).parts
-            if not any(part.startswith(".") for part in rel) and path.is_file():
-                found.add(path)
-    for pattern in layout.config.derived.skills:
-        for path in layout.root.glob(pattern):
-            if path.is_file():
-                found.add(path)
-    yield from sorted(found)
 
 
 # --- recording -------------------------------------------------------------------

@@ -18,6 +18,7 @@ substring test passed "latest" for "test", "capital" for "api", "prefix" for "fi
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # Bump on any change to the rules below: stored candidates checked under another
 # version are checked again (see the pipeline's trusted rows).
@@ -41,80 +42,89 @@ _MARKERS = (
     r"|\[irc\])"
 )
 
+# The rules are pattern text here and compiled on first use (_rules()): about
+# 3 ms that a run whose every source is reused never needs.
+
 # (a) and (b): anchored at the start of the whitespace-trimmed prefix.
-_PREFIX_RULES = re.compile(
+_PREFIX_RULES = (
     r"\A(?:"
     r"\[skill-prompt\]"
     rf"|{_TAG}(?:\*\*(?:agent|user|assistant)\*\*:\s*)?"
     rf"(?:{_MARKERS}|Resume prior conversation\.[\s\S]*?Archived transcript scopes:)"
     rf"|{_ANY_TAG}[\s\S]{{0,512}}?{_THINKING}"
-    r")",
-    _I,
+    r")"
 )
 
 # (d1) and (f): at the very start of the untrimmed message.
-_START_RULES = re.compile(
+_START_RULES = (
     rf"{_TAG}(?:call:{_ID}:{_ID}(?:\{{|\Z)"
     r"|Silent\b|Still (?:early )?context gathering|The agent is mid-turn"
     r"|The agent is (?:still )?(?:scoping|reading|reviewing|gathering)"
     r"|Review (?:is )?progressing|Nothing to critique|No action needed"
-    r"|Waiting for (?:more|the agent)|I(?:'ll| will) wait)",
-    _I,
+    r"|Waiting for (?:more|the agent)|I(?:'ll| will) wait)"
 )
 
 # (c)-(i) anywhere in the message, each behind the literals it cannot match
 # without (lower case, the message preceded by a newline), so a plain message
 # costs a few substring tests.
-_BODY_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
-    (keys, re.compile(pattern, flags))
-    for keys, pattern, flags in (
-        # (c) progress marker
-        (("more steps follow",), r"\[in progress\s*[—-]\s*more steps follow\]", _I),
-        # (d) tool envelopes
-        (("\n//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
-        (("\n->", "\n→", "]->", "]→", "] ->", "] →"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
-        # (e) runtime envelopes
-        (
-            ("parent irc message", "current interruptible", "[budget notice]", "[async-result]", "(no response)"),
-            r"Parent IRC message|Current interruptible (?:wait|operation)|\[budget notice\]"
-            rf"|\[async-result\]|^{_TAG}\(No response\)[ \t]*$",
-            _I | re.MULTILINE,
-        ),
-        # (g) transcript analysis
-        (
-            ("_thinking",),
-            r"transcript(?:'s)?\s+[\"'`]?_thinking[^\s\"'`]*[\"'`]?[\s\S]{0,200}?"
-            r"\b(?:real|hidden) (?:reasoning|thinking) block\b",
-            _I,
-        ),
-        # (h) embedded envelope
-        (("**agent**", "**user**", "**assistant**"), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
-        # (i) transcript artefacts behind a required role tag
-        (
-            ("[user]", "[assistant]", "[skill-prompt]"),
-            rf"(?:\A|\n){_ANY_TAG}\s+(?://[^\n]*?\b(?:read|write|edit|bash|grep|glob|task|todo|hub)\("
-            r"|\{[\s\S]*?\"(?:severity|guidance|rule)\"[\s\S]*?"
-            r"(?:_thinking|Archived transcript scopes|Complete assignment))",
-            _I,
-        ),
-    )
+_BODY_RULES: tuple[tuple[tuple[str, ...], str, int], ...] = (
+    # (c) progress marker
+    (("more steps follow",), r"\[in progress\s*[—-]\s*more steps follow\]", _I),
+    # (d) tool envelopes
+    (("\n//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
+    (("\n->", "\n→", "]->", "]→", "] ->", "] →"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
+    # (e) runtime envelopes
+    (
+        ("parent irc message", "current interruptible", "[budget notice]", "[async-result]", "(no response)"),
+        r"Parent IRC message|Current interruptible (?:wait|operation)|\[budget notice\]"
+        rf"|\[async-result\]|^{_TAG}\(No response\)[ \t]*$",
+        _I | re.MULTILINE,
+    ),
+    # (g) transcript analysis
+    (
+        ("_thinking",),
+        r"transcript(?:'s)?\s+[\"'`]?_thinking[^\s\"'`]*[\"'`]?[\s\S]{0,200}?"
+        r"\b(?:real|hidden) (?:reasoning|thinking) block\b",
+        _I,
+    ),
+    # (h) embedded envelope
+    (("**agent**", "**user**", "**assistant**"), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
+    # (i) transcript artefacts behind a required role tag
+    (
+        ("[user]", "[assistant]", "[skill-prompt]"),
+        rf"(?:\A|\n){_ANY_TAG}\s+(?://[^\n]*?\b(?:read|write|edit|bash|grep|glob|task|todo|hub)\("
+        r"|\{[\s\S]*?\"(?:severity|guidance|rule)\"[\s\S]*?"
+        r"(?:_thinking|Archived transcript scopes|Complete assignment))",
+        _I,
+    ),
 )
 
-
 _LEADING_SPACE = re.compile(r"\s*")
-# Every prefilter literal at once (a case-sensitive literal alternation is fast in `re`).
-_ANY_KEY = re.compile("|".join(re.escape(key) for keys, _ in _BODY_RULES for key in keys))
+
+_Compiled = tuple[
+    re.Pattern[str], re.Pattern[str], tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], re.Pattern[str]
+]
+
+
+@cache
+def _rules() -> _Compiled:
+    """(prefix rules, start rules, body rules behind their literals, every literal at once)."""
+    body = tuple((keys, re.compile(pattern, flags)) for keys, pattern, flags in _BODY_RULES)
+    # Every prefilter literal at once (a case-sensitive literal alternation is fast in `re`).
+    any_key = re.compile("|".join(re.escape(key) for keys, _, _ in _BODY_RULES for key in keys))
+    return re.compile(_PREFIX_RULES, _I), re.compile(_START_RULES, _I), body, any_key
 
 
 def is_internal_text(text: str) -> bool:
     """True when one message is agent-runtime plumbing rather than prose."""
+    prefix_rules, start_rules, body_rules, any_key = _rules()
     start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # always matches
-    if _PREFIX_RULES.match(text[start:start + PREFIX_WINDOW]) or _START_RULES.match(text):
+    if prefix_rules.match(text[start:start + PREFIX_WINDOW]) or start_rules.match(text):
         return True
     low = "\n" + text.lower()
-    if not _ANY_KEY.search(low):
+    if not any_key.search(low):
         return False
-    return any(any(key in low for key in keys) and rule.search(text) for keys, rule in _BODY_RULES)
+    return any(any(key in low for key in keys) and rule.search(text) for keys, rule in body_rules)
 
 
 # Whole words with their common inflections, compared as a set: the words of a
