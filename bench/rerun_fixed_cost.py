@@ -15,7 +15,8 @@ Prints one JSON line per measurement, each the best (and median) of ``--runs``:
 - ``derived_filter``: a fresh interpreter that has imported what `kb ingest`
   imports first (the command and the pipeline) importing ``kbtools.derived.filter``
   and running ``DerivedFilter.load`` on a new knowledge base (`kb init`, no notes)
-  whose index cache is already in the output folder — the rerun case.
+  whose index cache is already in the output folder — the rerun case (bytecode
+  cached).
 
 ``--python`` picks the interpreter (with another tree on ``PYTHONPATH`` to
 compare two versions).
@@ -96,10 +97,15 @@ def _run(python: str, code: str, *args: str, env: dict[str, str] | None = None) 
     return done.stdout
 
 
-def measure_imports(python: str, runs: int, scratch: Path) -> None:
-    code = _TIMED_IMPORT.format(modules=", ".join(INGEST_MODULES))
+def _cached_env(scratch: Path) -> dict[str, str]:
     cached = dict(os.environ, PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
     cached.pop("PYTHONDONTWRITEBYTECODE", None)
+    return cached
+
+
+def measure_imports(python: str, runs: int, scratch: Path) -> None:
+    code = _TIMED_IMPORT.format(modules=", ".join(INGEST_MODULES))
+    cached = _cached_env(scratch)
     _run(python, code, env=cached)  # fill the bytecode cache
     for label, env in (("bytecode cached", cached), ("environment as inherited", dict(os.environ))):
         times = [float(_run(python, code, env=env)) for _ in range(runs)]
@@ -115,11 +121,12 @@ def measure_derived_filter(python: str, runs: int, scratch: Path) -> None:
     kb, out = scratch / "kb", scratch / "out"
     subprocess.run([python, "-m", "kbtools", "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
     out.mkdir(mode=0o700)
-    first = _run(python, _DERIVED, str(kb), str(out)).split()
+    cached = _cached_env(scratch)
+    first = _run(python, _DERIVED, str(kb), str(out), env=cached).split()
     assert first[2] == "stored", first
     imports, loads = [], []
     for _ in range(runs):
-        imported, loaded, cache = _run(python, _DERIVED, str(kb), str(out)).split()
+        imported, loaded, cache = _run(python, _DERIVED, str(kb), str(out), env=cached).split()
         assert cache == "reused", cache
         imports.append(float(imported))
         loads.append(float(loaded))

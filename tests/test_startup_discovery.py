@@ -111,16 +111,19 @@ def test_a_root_that_cannot_be_listed_gives_nothing(tmp_path: Path) -> None:
         assert walk_files(root, ".jsonl") == [str(p) for p in _expected("omp", root)] == []
 
 
-def test_readers_are_imported_when_their_store_is_asked_for(tmp_path: Path) -> None:
-    """An unconfigured Hindsight costs no import of its reader (nor of its HTTP client);
-    a configured one is read as before."""
+def test_readers_are_imported_by_discovery_before_its_first_ref(tmp_path: Path) -> None:
+    """Importing the registry imports no reader; discovery imports every reader the run
+    may use before its first ref (workers forked later inherit them), but not Hindsight's
+    (nor its HTTP client) while no Hindsight URL is configured."""
+    _touch(tmp_path / "s.jsonl")
     code = (
         "import sys\n"
         "from pathlib import Path\n"
         "from kbtools.ingest.model import SourceSettings\n"
         "from kbtools.ingest.sources import discover_all\n"
         "assert 'kbtools.ingest.sources.omp' not in sys.modules\n"
-        f"refs = list(discover_all(SourceSettings(omp_sessions=Path({str(tmp_path)!r}))))\n"
+        f"first = next(discover_all(SourceSettings(omp_sessions=Path({str(tmp_path)!r}))))\n"
+        "assert first.tool == 'omp', first\n"
         "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('kbtools.ingest.sources.')))\n"
         "print('urllib.request' in sys.modules)\n"
     )

@@ -7,7 +7,8 @@ What the pipeline calls:
     ``opencode`` (SQLite, then the legacy JSON tree for sessions the DB lacks),
     ``codex`` (session files, then ``history.jsonl``), ``prompt_history``
     (OpenCode), ``hindsight``, ``claude``. The reference's order, with Claude
-    Code added last.
+    Code added last. A reader module is imported when a run first needs it
+    (Hindsight's only when a URL is configured).
 
 ``discover_all(settings) -> Iterator[SourceRef]``
     Every source's refs, in registry order (a broken discovery becomes one
@@ -44,24 +45,41 @@ from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import error_unit
 
 
+Discover = Callable[[SourceSettings], Iterator[SourceRef]]
+Load = Callable[[SourceRef, SourceSettings], SourceUnit]
+Needed = Callable[[SourceSettings], bool]
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
-    discover: Callable[[SourceSettings], Iterator[SourceRef]]
-    load: Callable[[SourceRef, SourceSettings], SourceUnit]
+    discover: Discover
+    load: Load
     # Which refs this source loads: (tool, record_type) pairs; None = any record type.
     handles: tuple[tuple[str, str | None], ...]
 
 
-Discover = Callable[[SourceSettings], Iterator[SourceRef]]
-Load = Callable[[SourceRef, SourceSettings], SourceUnit]
+def _hindsight_configured(settings: SourceSettings) -> bool:
+    return bool(settings.hindsight_url)
 
 
-def _lazy(module: str, *, needed: Callable[[SourceSettings], bool] | None = None) -> tuple[Discover, Load]:
-    """``discover`` and ``load`` of ``kbtools.ingest.sources.<module>``, imported on
-    first call: a run pays only for the readers it uses (the HTTP client of an
-    unconfigured Hindsight is never imported). ``needed``: a settings test that
-    spares even the import when it is false (discovery would yield nothing)."""
+# The readers in loader order, each a module of this package: (module, handles,
+# needed). ``needed``: a settings test that spares even the import of the module
+# when false, because its discovery would yield nothing (no Hindsight URL: no
+# HTTP client imported).
+_READERS: tuple[tuple[str, tuple[tuple[str, str | None], ...], Needed | None], ...] = (
+    ("omp", (("omp", None),), None),
+    ("opencode", (("opencode", None),), None),
+    ("codex", (("codex", None),), None),
+    ("prompt_history", (("opencode", "prompt-history"),), None),
+    ("hindsight", (("hindsight", None),), _hindsight_configured),
+    ("claude", (("claude", None),), None),
+)
+
+
+def _lazy(module: str, needed: Needed | None) -> tuple[Discover, Load]:
+    """``discover`` and ``load`` of the reader ``module``, imported on first call:
+    a run pays only for the readers it uses."""
     name = f"{__name__}.{module}"
 
     def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -77,20 +95,25 @@ def _lazy(module: str, *, needed: Callable[[SourceSettings], bool] | None = None
     return discover, load
 
 
-SOURCES: tuple[Source, ...] = (
-    Source("omp", *_lazy("omp"), (("omp", None),)),
-    Source("opencode", *_lazy("opencode"), (("opencode", None),)),
-    Source("codex", *_lazy("codex"), (("codex", None),)),
-    Source("prompt_history", *_lazy("prompt_history"), (("opencode", "prompt-history"),)),
-    Source("hindsight", *_lazy("hindsight", needed=lambda settings: bool(settings.hindsight_url)), (("hindsight", None),)),
-    Source("claude", *_lazy("claude"), (("claude", None),)),
+SOURCES: tuple[Source, ...] = tuple(
+    Source(module, *_lazy(module, needed), handles) for module, handles, needed in _READERS
 )
+
+
+def _import_readers(settings: SourceSettings) -> None:
+    """Import every reader this run may use before the first ref goes out: worker
+    processes are forked while refs are consumed, and a reader imported here is
+    inherited instead of imported again by each of them."""
+    for module, _, needed in _READERS:
+        if needed is None or needed(settings):
+            importlib.import_module(f"{__name__}.{module}")
 
 
 def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
     """Every source's refs in registry order; a source whose discovery breaks
     yields one ``unavailable`` ref naming the exception type, and the others
     still run."""
+    _import_readers(settings)
     for source in SOURCES:
         try:
             yield from source.discover(settings)
