@@ -13,6 +13,7 @@ times:
   appended   after appending one user/assistant turn to `--append-fraction`
              of the sessions of every store
 
+with kbtools' bytecode compiled, as an installed kb has it (see benchenv.py),
 and prints one JSON line per phase: wall seconds, session MB/s (bytes of every
 file of the agent stores / wall time), the child's peak RSS (wait4 rusage),
 and the ingest summary's counts.
@@ -32,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import RUN_ENV, compile_package  # noqa: E402
 from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
 from corpus.common import tree_stats  # noqa: E402
@@ -48,7 +50,7 @@ def run_phase(phase: str, cmd: list[str], cwd: Path, session_bytes: int, logs: P
     out_path, err_path = logs / f"{phase}.stdout", logs / f"{phase}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=RUN_ENV)
         # wait4 gives this child's own rusage (RUSAGE_CHILDREN would mix phases).
         _pid, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
@@ -80,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus, kb, ledgers, logs = work / "corpus", work / "kb", work / "ledgers", work / "logs"
     shutil.copytree(args.corpus, corpus)
     logs.mkdir(parents=True)
+    compile_package()
     subprocess.run([*_kb(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
     cmd = [*_kb(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers), *ingest_flags(corpus, agents)]
     if args.jobs:

@@ -28,6 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchenv import RUN_ENV  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 LOCALE = "zh-cn"
 WORDS = ("evidence manifest ledger session transcript wiki note index log raw source hash commit "
@@ -115,9 +119,6 @@ def stage_note_and_log(root: Path) -> None:
     _git(root, "add", "-A")
 
 
-# An installed kb has its bytecode cached; a shell that sets PYTHONDONTWRITEBYTECODE would make
-# every run recompile the package from source (~50 ms), which no hook user pays.
-RUN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def best_of(runs: int, argv: list[str], cwd: Path, expect: int | None = 0) -> float:

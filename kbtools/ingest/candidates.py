@@ -685,7 +685,16 @@ class Deduplicator:
         """:meth:`mark` for a source's keys as the key cache keeps them: (how many are
         duplicates, None when every marking equals the stored one, else each key's
         canonical twin or "")."""
-        setdefault = self._canonical.setdefault
+        self._code_blocks.add_all(keys.code_blocks)
+        self._error_logs.add_all(keys.error_logs)
+        canonical = self._canonical
+        fingerprints, count = keys.fingerprints, len(keys.fingerprints)
+        if (keys.decisions.count("jotting") == count and keys.duplicates_of.count("") == count
+                and canonical.keys().isdisjoint(fingerprints) and len(set(fingerprints)) == count):
+            # The usual case, in C: new fingerprints, each once, all stored as firsts.
+            canonical.update(zip(fingerprints, keys.candidate_ids))
+            return 0, None
+        setdefault = canonical.setdefault
         duplicates = 0
         changed = False
         twins: list[str] = []
@@ -699,8 +708,6 @@ class Deduplicator:
             else:
                 changed = changed or decision != "jotting" or duplicate_of != ""
                 twins.append("")
-        self._code_blocks.add_all(keys.code_blocks)
-        self._error_logs.add_all(keys.error_logs)
         return duplicates, twins if changed else None
 
     def apply(self, candidate: dict[str, object]) -> dict[str, object]:

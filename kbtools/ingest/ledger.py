@@ -270,10 +270,7 @@ class PriorSource(NamedTuple):
     length: int = 0  # of the row's line, newline included (0: unknown)
     complete: bool = False
     from_journal: bool = False  # written by an interrupted run, not yet final
-
-    @property
-    def identity(self) -> str:
-        return f"{self.tool}\0{self.project_key}\0{self.session_hash}"
+    identity: str = ""  # tool, project_key and session_hash (see source_identity)
 
     @property
     def entry(self) -> tuple[Any, ...]:
@@ -285,6 +282,10 @@ ENTRY_SIZE = 17
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def source_identity(tool: str, project_key: str, session_hash: str) -> str:
+    return f"{tool}\0{project_key}\0{session_hash}"
 
 
 def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -345,14 +346,16 @@ class PriorState:
         index = read_ledger_index(output_dir)
         main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), index, journal=False)
         partial_groups = self._manifest_groups(ledger_path(output_dir, "manifest", partial=True), None, journal=True)
-        self.has_partial = any(ledger_path(output_dir, n, partial=True).exists() for n in LEDGERS)
+        self.has_partial = bool(partial_groups)
+        # A source is journalled once its manifest row is (a batch appends it last):
+        # other journal rows are of a batch cut short, or of a run that committed
+        # them and was killed while deleting its journal (the manifest part first).
         owned = {d.source_key for group in partial_groups.values() for d in group}
         journal: dict[str, dict[str, list[tuple[int, int]]]] = {}
         for name in self.rows:
             self.rows[name] = self._row_index(ledger_path(output_dir, name), name, index, journal=False)
             journal[name] = self._row_index(ledger_path(output_dir, name, partial=True), name, None, journal=True)
-            owned.update(journal[name])
-        # A source the journal touched takes its rows from the journal only
+        # A journalled source takes its rows from the journal only
         # (partial wins per source_key, even when the journal has none of a kind).
         for name, rows in self.rows.items():
             for key in owned:
@@ -390,8 +393,9 @@ class PriorState:
             # Every row of the file, as entries, in file order (one row per source_key).
             make = PriorSource._make
             for entry, offset, length in cached:
-                digest = make((*entry, (number, offset), length, False, False))
-                groups.setdefault(digest.identity, []).append(digest)
+                identity = f"{entry[1]}\0{entry[3]}\0{entry[4]}"  # source_identity, inlined
+                digest = make((*entry, (number, offset), length, False, False, identity))
+                groups.setdefault(identity, []).append(digest)
             return groups
         for line, offset in _lines(handle):
             row = _parse(line, "manifest")
@@ -399,8 +403,9 @@ class PriorState:
                 self.malformed += 1
                 continue
             # No length: a row not vouched for by the index is never re-emitted as it is.
-            digest = PriorSource._make((*manifest_entry(row), (number, offset), 0, False, journal))
-            identity = digest.identity
+            entry = manifest_entry(row)
+            identity = source_identity(entry[1], entry[3], entry[4])
+            digest = PriorSource._make((*entry, (number, offset), 0, False, journal, identity))
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):
                 runs[identity] = row.get(RUN_TAG)
@@ -737,7 +742,7 @@ class WriteSink(LedgerSink):
             if name == "candidates":
                 self._candidates = _BackgroundWriter(fd)
             else:
-                self._final[name] = os.fdopen(fd, "wb")
+                self._final[name] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
         # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
@@ -863,11 +868,12 @@ class WriteSink(LedgerSink):
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
             crash_point(f"rename-{name}")
         fsync_dir(self.output_dir)
-        for name in LEDGERS:
+        for name in LEDGERS:  # the manifest part first: the rest is then ignored (see PriorState._load)
             try:
                 os.unlink(ledger_path(self.output_dir, name, partial=True))
             except FileNotFoundError:
                 pass
+            crash_point(f"unlink-{name}")
         fsync_dir(self.output_dir)
         write_ledger_index(self.output_dir, {
             "manifest": (written["manifest"], self._entries),
@@ -897,7 +903,8 @@ def crash_point(name: str) -> None:
     """``kill -9`` of this process at a named moment when ``$KB_TEST_CRASH_AT`` names
     it (bench/crash_drill.py and the crash tests; unset, it costs a dict lookup).
     Points: ``journal-<ledger>`` after that partial file is appended and fsynced,
-    ``rename-<ledger>`` after that final ledger is renamed into place."""
+    ``rename-<ledger>`` after that final ledger is renamed into place,
+    ``unlink-<ledger>`` after that partial file is deleted."""
     if os.environ.get(CRASH_ENV) == name:
         import signal
 
@@ -931,8 +938,8 @@ def write_key_cache(output_dir: Path, cache: dict[str, bytes]) -> None:
 
     payload = marshal.dumps(cache)
     try:
-        atomic_write_bytes(output_dir / KEY_CACHE_FILE, [marshal.dumps((_KEY_CACHE_FORMAT, _checksum(payload), payload))],
-                           durable=False)
+        atomic_write_bytes(output_dir / KEY_CACHE_FILE,
+                           [marshal.dumps((_KEY_CACHE_FORMAT, _checksum(payload), payload))], durable=False)
     except OSError:
         pass  # only a cache
 
@@ -1019,9 +1026,14 @@ def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, 
         pass  # only a cache: the next run scans the ledgers
 
 
-def remove_stale_temps(output_dir: Path) -> None:
-    """Temp files of a killed run (``.<ledger>.jsonl.<pid>.<hex>.tmp``): never read, just litter."""
-    for path in output_dir.glob(".*.tmp"):
+def remove_stale_files(output_dir: Path) -> None:
+    """What a killed run leaves that no run reads: its temp files
+    (``.<ledger>.jsonl.<pid>.<hex>.tmp``), and journal files without the journal's
+    manifest part (see PriorState._load), which a new journal would be appended to."""
+    litter = list(output_dir.glob(".*.tmp"))
+    if not ledger_path(output_dir, "manifest", partial=True).exists():
+        litter += [ledger_path(output_dir, name, partial=True) for name in LEDGERS]
+    for path in litter:
         try:
             path.unlink()
         except OSError:

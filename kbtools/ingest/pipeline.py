@@ -158,15 +158,17 @@ class Counts:
 
     def add(self, rows: SourceRows, duplicates: int) -> None:
         """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
-        status = rows.manifest["parse_status"]
+        manifest = rows.manifest
+        status = manifest["parse_status"]
         setattr(self, status, getattr(self, status) + 1)
         self.candidates += len(rows.candidate_lines)
         self.duplicates += duplicates
         self.rejected += len(rows.rejected)
-        self.errors += bool(rows.manifest.get("error"))
-        self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
-        self.truncated_sources += bool(rows.manifest.get("truncated"))
-        self.internal_filtered += int(rows.manifest.get("internal_filtered") or 0)
+        self.errors += bool(manifest.get("error"))
+        if rows.events:
+            self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
+        self.truncated_sources += bool(manifest.get("truncated"))
+        self.internal_filtered += int(manifest.get("internal_filtered") or 0)
 
 
 @dataclass(frozen=True)
@@ -689,6 +691,8 @@ def derived_key(derived: Any) -> str:
 # Outcomes the workers may run ahead of the ledger writer, per worker.
 WORKER_WINDOW = 16
 WORKER_BATCH = 8
+# Sources discovery may run ahead of the ledger writer (a reused one holds no rows).
+LOOKAHEAD = 4096
 
 
 def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ()) -> WorkerPool | None:
@@ -699,7 +703,25 @@ def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ())
         return None
     from kbtools.ingest.workers import WorkerPool
 
-    return WorkerPool(jobs, lambda task: [process_unit(ref, ctx) for ref in task], inherited=inherited)
+    return WorkerPool(jobs, lambda task: [process_unit(ref, ctx) for ref in task], inherited=inherited,
+                      init=lambda: _warm_up(ctx))
+
+
+def _warm_up(ctx: ProcessContext) -> None:
+    """What a new worker prepares while the run discovers (the run's own process never
+    needs it on a rerun): the source readers (each registry name is its module), the
+    control-plane rules and every redaction rule, all built on first use, which would
+    otherwise delay the worker's first task."""
+    import importlib
+
+    from kbtools.ingest import sources
+
+    for source in sources.SOURCES:
+        if source.name != "hindsight" or ctx.settings.hindsight_url:
+            importlib.import_module(f"{sources.__name__}.{source.name}")
+    is_internal_text("")
+    for rule in ctx.redactor.rules:
+        _ = rule.regex, rule.anchor_set
 
 
 def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | None) -> Iterator[UnitOutcome]:
@@ -710,7 +732,9 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | 
     (outcomes of reused sources waiting behind them hold no rows).
 
     The stat cache is asked here first: a source it answers for is never sent to
-    a worker. The pool is closed when ``refs`` are done, killed on any failure.
+    a worker. Discovery runs up to ``LOOKAHEAD`` sources ahead of what is
+    yielded, so the sources to read reach the workers before the run writes the
+    reused ones. The pool is closed when ``refs`` are done, killed on any failure.
     """
     if pool is None:
         for ref in refs:
@@ -752,9 +776,9 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | 
                     submit()
             # Wait on a worker only when enough tasks are in flight: a rerun's few
             # sources to read then overlap instead of each costing a round trip.
-            while window and (isinstance(window[0], UnitOutcome) or in_flight >= ahead):
+            while window and (in_flight >= ahead or len(window) >= LOOKAHEAD):
                 yield from pop()
-            pool.pump()  # keep the workers busy while reused sources go by
+            pool.pump()  # keep the workers busy while discovery goes on
         if batch:
             submit()
         while window:
@@ -796,7 +820,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         # The workers first: the ledger writer below starts a thread.
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
         if request.write:
-            ledger.remove_stale_temps(out)
+            ledger.remove_stale_files(out)
             sink = ledger.WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
         counts = Counts()

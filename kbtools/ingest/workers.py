@@ -11,9 +11,10 @@ own thread writes each task to a worker's pipe and reads the results back:
   would stay locked in the child);
 - a task goes to the first idle worker; the rest wait in the run until a
   worker reports back (:meth:`WorkerPool.result` waits, :meth:`WorkerPool.pump`
-  looks without blocking), so a slow source holds up no task but its own, and
-  a rerun that reads a source now and then keeps one worker busy while the
-  run's own thread (busy with the sources it reuses) keeps a core;
+  looks without blocking), so a slow source holds up no task but its own;
+- while the run's own thread has work (reused sources to write), one core is
+  left to it: only ``jobs - 1`` workers are kept busy; all ``jobs`` once it
+  waits for a result;
 - :meth:`WorkerPool.result` returns results in any order asked, reading
   whichever worker is ready meanwhile;
 - a worker ignores SIGINT (the run decides what Ctrl-C means), dies with the
@@ -23,6 +24,7 @@ own thread writes each task to a worker's pipe and reads the results back:
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -65,6 +67,12 @@ class WorkerPool:
         self._done: dict[int, tuple[bool, Any]] = {}
         self._next = 0
         self._pumped = 0.0
+        # Workers kept busy while the run's own thread works (between two waits in
+        # result): one core is left to it.
+        self._while_busy = max(1, jobs - 1)
+        # What exists now is shared with the workers copy-on-write: kept out of the
+        # collector's sight, a worker's collections do not touch (and so copy) it.
+        gc.freeze()
         try:
             for _ in range(jobs):
                 self._workers.append(self._fork())
@@ -98,12 +106,13 @@ class WorkerPool:
         ticket = self._next
         self._next += 1
         self._waiting.append((ticket, pickle.dumps(task, pickle.HIGHEST_PROTOCOL)))
-        self._dispatch()
+        self._dispatch(self._while_busy)
         return ticket
 
     def result(self, ticket: int) -> Any:
         """The value of ``ticket``'s task (its exception re-raised here)."""
         while ticket not in self._done:
+            self._dispatch(self.jobs)  # the run waits: every worker may work
             if not self._collect(None):
                 raise KeyError(f"no task {ticket}")
         ok, value = self._done.pop(ticket)
@@ -119,6 +128,7 @@ class WorkerPool:
             if now - self._pumped >= PUMP_EVERY:
                 self._pumped = now
                 self._collect(0)
+                self._dispatch(self._while_busy)
 
     def _collect(self, timeout: float | None) -> bool:
         """Read the results ready within ``timeout`` (None: wait for one); False if none is owed."""
@@ -129,14 +139,14 @@ class WorkerPool:
         for worker in busy:
             if worker.result_fd in ready:
                 self._done[worker.owed.popleft()] = pickle.loads(_read_frame(worker))
-        self._dispatch()
         return True
 
-    def _dispatch(self) -> None:
+    def _dispatch(self, limit: int) -> None:
+        """Hand waiting tasks to idle workers while fewer than ``limit`` are busy."""
         while self._waiting:
             worker = next((w for w in self._workers if not w.owed), None)
-            if worker is None:
-                return  # every worker is busy: the task waits for one to report back
+            if worker is None or sum(1 for w in self._workers if w.owed) >= limit:
+                return  # the task waits for a worker to report back
             ticket, payload = self._waiting.popleft()
             _write_all(worker.task_fd, _HEADER.pack(len(payload)) + payload)
             worker.owed.append(ticket)

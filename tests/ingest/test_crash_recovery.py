@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,8 +116,9 @@ def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     time.sleep(duration * fraction)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    # The kill lands before, during (journal, temp files, renames) or after the run.
-    finished = not list(env.out.glob("*.partial.jsonl")) and ledgers(env.out) == ledgers(reference_out)
+    # The kill lands before, during (journal, temp files, renames) or after the run; it
+    # had committed once its ledgers are in place and its journal's manifest part is gone.
+    finished = not (env.out / "manifest.partial.jsonl").exists() and ledgers(env.out) == ledgers(reference_out)
     if finished:  # it completed before the kill: compare the reruns of both
         env.run("--output-dir", str(reference_out))
 
@@ -171,3 +173,28 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
     summary, _ = env.run()  # the dead holder's lock is taken over at once
     assert time.monotonic() - started < 20 and summary["processed"] == 40
     assert lock.read_text().strip() != str(proc.pid)
+
+
+def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_finished(env: IngestEnv,
+                                                                                       tmp_path: Path) -> None:
+    for i in range(30):
+        write_omp_session(env.omp, [
+            user(f"Deploy {i}: the release job fails with a config error after the upgrade to {i}.0."),
+            assistant(f"The root cause of deploy {i} is a stale token cache; the fix is to clear it and rerun."),
+        ], session_id=f"deploy-{i:02d}", dir_name=f"d{i:02d}")
+    env.run()
+    _grow(env, "d0*/*.jsonl")  # ten sessions grow: the next run journals them
+    reference = tmp_path / "reference"
+    shutil.copytree(env.out, reference)
+    env.run("--output-dir", str(reference))
+    env.run("--output-dir", str(reference))  # a kill after the commit makes the rerun a second run
+
+    killed = subprocess.run([sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL,
+                            env={**os.environ, "KB_TEST_CRASH_AT": "unlink-manifest"})
+    assert killed.returncode == -signal.SIGKILL
+    assert not (env.out / "manifest.partial.jsonl").exists() and (env.out / "candidates.partial.jsonl").exists()
+    summary, _ = env.run()
+    # The journal's remains are neither merged nor left behind.
+    assert summary["resumed_from_partial"] is False and summary["processed"] == 0
+    assert not list(env.out.glob("*.partial.jsonl"))
+    assert ledgers(env.out) == ledgers(reference)

@@ -8,7 +8,16 @@ import sys
 import time
 from pathlib import Path
 
-from kbtools.ingest.ledger import IngestLock, PriorState, SourceRows, WriteSink, dumps, ledger_path, restamped
+from kbtools.ingest.ledger import (
+    IngestLock,
+    PriorState,
+    SourceRows,
+    WriteSink,
+    dumps,
+    ledger_path,
+    remove_stale_files,
+    restamped,
+)
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.cli import run_kb
 from tests.testing.sessions import write_omp_session
@@ -89,6 +98,26 @@ def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
         assert "_run" not in prior.manifest_row(digest)
     finally:
         prior.close()
+
+
+def test_journal_rows_without_a_journalled_manifest_row_count_for_nothing(tmp_path: Path) -> None:
+    """What a batch cut short, or a committed run killed while deleting its journal, leaves."""
+    ledger_path(tmp_path, "manifest").write_text(json.dumps(manifest("k", count=1)) + "\n")
+    ledger_path(tmp_path, "candidates").write_text(json.dumps(candidate("k", 0)) + "\n")
+    ledger_path(tmp_path, "candidates", partial=True).write_text(json.dumps({**candidate("k", 7), "_run": "a"}) + "\n")
+    ledger_path(tmp_path, "events", partial=True).write_text(
+        json.dumps({"event": "derived_excluded", "source_key": "k", "_run": "a"}) + "\n")
+    prior = PriorState.load(tmp_path)
+    try:
+        (digest,) = prior.by_identity["omp\0p\0p"]
+        assert digest.complete and not digest.from_journal and not prior.has_partial
+        assert [c["candidate_id"] for c in prior.rows_for("candidates", "k")] == ["k-0"]
+        assert list(prior.rows_for("events", "k")) == []
+    finally:
+        prior.close()
+    remove_stale_files(tmp_path)  # a new journal is not appended to them
+    assert not list(tmp_path.glob("*.partial.jsonl"))
+    assert ledger_path(tmp_path, "candidates").exists()
 
 
 def test_prior_state_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
