@@ -728,6 +728,8 @@ class WriteSink(LedgerSink):
 
     The candidates ledger, most of the bytes, is written by a :class:`_BackgroundWriter`."""
 
+    COPY_PIECE = 4 << 20
+
     def __init__(self, output_dir: Path, run_id: str) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
@@ -804,11 +806,14 @@ class WriteSink(LedgerSink):
             self._pending["manifest"].append(self._tagged(line))
 
     def _copy(self, segment: Segment) -> None:
-        """Queue a byte range of the prior ledger; adjacent ranges are copied as one."""
+        """Queue a byte range of the prior ledger; adjacent ranges are copied as one, handed
+        to the writer in pieces of ``COPY_PIECE`` so that it copies while the run goes on."""
         start, end = segment.starts[0], segment.end
         self._written += end - start
         if self._pending_copy is not None and self._pending_copy[0] == segment.fd and self._pending_copy[2] == start:
             self._pending_copy = (segment.fd, self._pending_copy[1], end)
+            if end - self._pending_copy[1] >= self.COPY_PIECE:
+                self._flush_copy()
             return
         self._flush_copy()
         self._pending_copy = (segment.fd, start, end)
