@@ -1,20 +1,25 @@
 """Benchmark `kb ingest --write` on a generated corpus: first run, unchanged rerun, rerun after growth.
 
     python bench/gen_corpus.py bench/.corpus/50 --mb 50 --seed 1
-    python bench/ingest_bench.py bench/.corpus/50 bench/.out/50 [--jobs N] [--append-fraction 0.01]
+    python bench/ingest_bench.py bench/.corpus/50 bench/.out/50 [--jobs N] [--append-fraction 0.01] [--repeat N]
 
 Copies the corpus into OUT_DIR/corpus (so appends never touch the original),
 makes a scratch knowledge base OUT_DIR/kb (`kb init`), then runs `kb ingest
---write --skip-hindsight` with every source flag as a child process, three
-times:
+--write --skip-hindsight` with every source flag as a child process, in three
+phases:
 
   first      fresh output dir
   unchanged  the same input again
   appended   after appending one user/assistant turn to `--append-fraction`
              of the sessions of every store
 
+With `--repeat N` each rerun phase runs N times from the same ledgers and a
+summary line gives min and median (the unchanged phase once more first: the
+first rerun after a first run turns every "processed" row into "unchanged",
+and the timed runs start from the ledgers it leaves).
+
 with kbtools' bytecode compiled, as an installed kb has it (see benchenv.py),
-and prints one JSON line per phase: wall seconds, session MB/s (bytes of every
+and prints one JSON line per run: wall seconds, session MB/s (bytes of every
 file of the agent stores / wall time), the child's peak RSS (wait4 rusage),
 and the ingest summary's counts.
 """
@@ -25,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -73,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--append-fraction", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1, help="seed of the appended turns")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each rerun phase, from the same ledgers (a summary line gives min and median)")
     args = parser.parse_args(argv)
     agents = tuple(a for a in AGENTS if any((args.corpus / s).exists() for s in STORES[a]))
     if not agents:
@@ -92,13 +100,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
 
     failed = False
+    before = work / "ledgers-before"
     for phase in ("first", "unchanged", "appended"):
         if phase == "appended":
             grown = append_turns(corpus, args.append_fraction, args.seed)
             print(json.dumps({"phase": "append", "sessions": grown.sessions, "bytes": grown.bytes}), flush=True)
-        result = run_phase(phase, cmd, kb, session_bytes(), logs)
-        print(json.dumps(result), flush=True)
-        failed |= result["exit"] != 0
+        runs = 1 if phase == "first" else max(args.repeat, 1)
+        # The first rerun after a first run rewrites every row ("processed" → "unchanged"):
+        # repeated, the unchanged phase is timed from the ledgers it leaves.
+        warm = 1 if phase == "unchanged" and runs > 1 else 0
+        seconds = []
+        for number in range(warm + runs):
+            if runs > 1 and number == warm:  # every timed run starts from these ledgers
+                shutil.copytree(ledgers, before, copy_function=os.link)  # a run replaces files, never edits them
+            elif runs > 1 and number > warm:
+                shutil.rmtree(ledgers)
+                shutil.copytree(before, ledgers, copy_function=os.link)
+            result = run_phase(phase, cmd, kb, session_bytes(), logs)
+            print(json.dumps(result), flush=True)
+            failed |= result["exit"] != 0
+            seconds += [result["seconds"]] if number >= warm else []
+        if runs > 1:
+            shutil.rmtree(before)
+            print(json.dumps({"phase": phase, "runs": runs, "min_s": min(seconds),
+                              "median_s": statistics.median(seconds)}), flush=True)
     return 1 if failed else 0
 
 

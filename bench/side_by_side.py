@@ -26,9 +26,10 @@ PY = sys.executable
 
 def benches(out: Path) -> list[tuple[str, list[str]]]:
     corpus = BENCH / ".corpus"
+    repeat = ["--repeat", "9"]  # reruns take a few tenths of a second: one run is too noisy
     return [
-        ("ingest-100", [PY, str(BENCH / "ingest_bench.py"), str(corpus / "100"), str(out / "work-100")]),
-        ("ingest-500", [PY, str(BENCH / "ingest_bench.py"), str(corpus / "500"), str(out / "work-500")]),
+        ("ingest-100", [PY, str(BENCH / "ingest_bench.py"), str(corpus / "100"), str(out / "work-100"), *repeat]),
+        ("ingest-500", [PY, str(BENCH / "ingest_bench.py"), str(corpus / "500"), str(out / "work-500"), *repeat]),
         ("lint", [PY, str(BENCH / "lint_bench.py")]),
         ("redact", [PY, str(BENCH / "redact_bench.py"), "--mb", "20"]),
         ("derived", [PY, str(BENCH / "derived_bench.py"), "--ingest", str(corpus / "50")]),
