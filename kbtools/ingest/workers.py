@@ -158,6 +158,8 @@ class WorkerPool:
         for worker in self._workers:
             _close(worker.result_fd)
             _reap(worker.pid)
+        if self._workers:
+            gc.unfreeze()  # what __init__ froze is the collector's again (a process may run on)
         self._workers.clear()
 
     def kill(self) -> None:

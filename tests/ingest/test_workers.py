@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -99,9 +100,11 @@ def test_a_killed_worker_is_a_clear_error_not_a_hang() -> None:
 
 def test_close_reaps_every_worker_and_kill_stops_busy_ones(tmp_path: Path) -> None:
     pool = WorkerPool(2, _square_with_pid)
+    assert gc.get_freeze_count() > 0  # shared with the workers, out of the collector's sight
     pids = {pool.result(pool.submit(n))[1] for n in range(8)}
     pool.close()
     assert pids and not any(_alive(pid) for pid in pids)
+    assert gc.get_freeze_count() == 0  # the process runs on: its objects are collectable again
 
     never = tmp_path / "never"
     busy = WorkerPool(2, lambda n: (_wait_for(never, 60), os.getpid()))
