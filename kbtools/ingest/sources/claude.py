@@ -37,7 +37,7 @@ from kbtools.ingest.sources.common import (
     file_ref,
     make_record,
     mtime_iso,
-    os_error_reason,
+    read_error,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -132,7 +132,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
                 _take(obj, transcript, collecting)
         error = scan.error()
     except OSError as exc:
-        error = f"read_error: {os_error_reason(exc)}"
+        error = read_error(exc)
     records: list[Record] = []
     if error != CHANGED_DURING_READ and not error.startswith("read_error"):
         for message in transcript.messages:

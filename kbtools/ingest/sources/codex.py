@@ -39,7 +39,7 @@ from kbtools.ingest.sources.common import (
     file_ref,
     make_record,
     mtime_iso,
-    os_error_reason,
+    read_error,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -152,7 +152,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             index += 1
         error = scan.error()
     except OSError as exc:
-        error = f"read_error: {os_error_reason(exc)}"
+        error = read_error(exc)
         records = []
     if error == CHANGED_DURING_READ:
         records = []

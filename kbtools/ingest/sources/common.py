@@ -104,6 +104,11 @@ def os_error_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def read_error(exc: OSError) -> str:
+    """The error of a source whose bytes could not be read."""
+    return f"read_error: {os_error_reason(exc)}"
+
+
 def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Paths of the files under ``root`` ending in ``suffix``, sorted as strings.
 
@@ -165,7 +170,7 @@ def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
                 size += len(chunk)
         after = os.stat(path)
     except OSError as exc:
-        return sha256_hex(os_error_reason(exc)), None, f"read_error: {os_error_reason(exc)}"
+        return sha256_hex(os_error_reason(exc)), None, read_error(exc)
     changed = size != st.st_size or after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
     return digest.hexdigest(), st, CHANGED_DURING_READ if changed else ""
 

@@ -36,7 +36,7 @@ from kbtools.ingest.sources.common import (
     file_ref,
     make_record,
     mtime_iso,
-    os_error_reason,
+    read_error,
     unavailable_ref,
     unavailable_unit,
     unmined_unit,
@@ -122,7 +122,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             if entry_id is not None or record is not None:
                 entries.append(_Entry(entry_id, parent, record))
     except OSError as exc:
-        return _unit(ref, path, header, [], "", f"read_error: {os_error_reason(exc)}", None)
+        return _unit(ref, path, header, [], "", read_error(exc), None)
     records = _active_branch(entries)
     kept = [r for r in records if final_budget.admit(r.text)]
     error = scan.error()

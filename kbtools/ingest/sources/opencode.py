@@ -48,7 +48,7 @@ from kbtools.ingest.sources.common import (
     ProseBudget,
     error_unit,
     make_record,
-    os_error_reason,
+    read_error,
     unavailable_ref,
     unavailable_unit,
 )
@@ -352,7 +352,7 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     try:
         session = json.loads(_read_json_file(path, digest))
     except OSError as exc:
-        return _failed(ref, session_id, "", f"read_error: {os_error_reason(exc)}")
+        return _failed(ref, session_id, "", read_error(exc))
     except (ValueError, RecursionError):
         return _failed(ref, session_id, "", "malformed_json: session file")
     if not isinstance(session, dict):
@@ -382,7 +382,7 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
                     _part_text(raw, collector)
         collector.flush()
     except OSError as exc:
-        return _failed(ref, session_id, str(project), f"read_error: {os_error_reason(exc)}")
+        return _failed(ref, session_id, str(project), read_error(exc))
     times: dict[str, Any] = session["time"] if isinstance(session.get("time"), dict) else {}
     return collector.unit(
         ref, session_id, str(project), digest.hexdigest(), times.get("created"), times.get("updated")

@@ -21,7 +21,7 @@ from kbtools.ingest.sources.common import (
     file_ref,
     make_record,
     mtime_iso,
-    os_error_reason,
+    read_error,
     text_of,
 )
 
@@ -51,7 +51,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
                 records.append(make_record("user", text, created, index))
         error = scan.error()
     except OSError as exc:
-        error = f"read_error: {os_error_reason(exc)}"
+        error = read_error(exc)
     if error == CHANGED_DURING_READ or error.startswith("read_error"):
         records = []
     return SourceUnit(
