@@ -48,11 +48,12 @@ class LintContext:
     def rel(self, path: Path) -> str:
         return self.layout.rel(path)
 
-    @property
+    # Cached: the per-note checks build every problem path from it (12,000 Path.relative_to otherwise).
+    @cached_property
     def raw_prefix(self) -> str:
         return self.rel(self.layout.raw_root)
 
-    @property
+    @cached_property
     def note_prefix(self) -> str:
         return self.rel(self.layout.note_root)
 
@@ -89,11 +90,13 @@ class LintContext:
     def raw_slugs_for(self, locale: str) -> list[dict[str, KbFile]]:
         """Raw slugs a note of ``locale`` may cite: its own locale, then the canonical one,
         then files with no locale (evidence is usually captured once, in the canonical locale)."""
-        by_locale = self.raw_by_locale
-        return [by_locale.get(loc, {}) for loc in dict.fromkeys((locale, self.canonical, ""))]
+        return self._visible_from(self.raw_by_locale, locale)
 
     def notes_for(self, locale: str) -> list[dict[str, KbFile]]:
-        by_locale = self.notes_by_locale
+        """Notes a note of ``locale`` may link to by slug, in the same order as raw slugs."""
+        return self._visible_from(self.notes_by_locale, locale)
+
+    def _visible_from(self, by_locale: dict[str, dict[str, KbFile]], locale: str) -> list[dict[str, KbFile]]:
         return [by_locale.get(loc, {}) for loc in dict.fromkeys((locale, self.canonical, ""))]
 
     @cached_property
