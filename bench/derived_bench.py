@@ -33,16 +33,22 @@ import argparse
 import json
 import pickle
 import random
-import statistics
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import best_time, kb_command, run_child  # noqa: E402
 from blake3 import blake3  # noqa: E402
+from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
+from corpus.common import tree_stats  # noqa: E402
 
 from kbtools.config import Config  # noqa: E402
 from kbtools.derived.filter import CACHE_FILE, DerivedFilter  # noqa: E402
@@ -115,51 +121,26 @@ def make_records(prose: Prose, notes: Sequence[str], count: int) -> list[str]:
     return records
 
 
-def timed(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-def _kb() -> list[str]:
-    venv_kb = Path(sys.executable).with_name("kb")
-    return [str(venv_kb)] if venv_kb.exists() else [sys.executable, "-m", "kbtools"]
+def timed(fn: Callable[[], object], repeat: int = 3) -> float:
+    return best_time(fn, repeat)[0]
 
 
 def _ingest_cpu(cmd: list[str], cwd: Path) -> tuple[float, float, dict[str, object]]:
     """Wall and CPU seconds (user + system) of one `kb ingest` child, and its summary."""
-    import os
-    import subprocess
-
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = proc.stdout.read() if proc.stdout else b""
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
+    run = run_child(cmd, cwd)
+    if run.exit != 0:
         raise SystemExit(f"kb ingest failed: {' '.join(cmd)}")
-    return wall, usage.ru_utime + usage.ru_stime, json.loads(out.decode().strip().splitlines()[-1])
+    return run.seconds, run.cpu_seconds, json.loads(run.stdout.decode().strip().splitlines()[-1])
 
 
 def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: str, recorded: bool) -> int:
-    import re
-    import shutil
-    import subprocess
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from corpus import AGENTS, STORES, ingest_flags
-    from corpus.common import tree_stats
-
     agents = tuple(a for a in AGENTS if any((corpus / s).exists() for s in STORES[a]))
     session_bytes = sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
     work = Path(tempfile.mkdtemp(prefix="derived-share-"))
     try:
         kb = work / "kb"
-        subprocess.run([*_kb(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
-        base = [*_kb(), "ingest", "--write", "--skip-hindsight", *ingest_flags(corpus.resolve(), agents)]
+        subprocess.run([*kb_command(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
+        base = [*kb_command(), "ingest", "--write", "--skip-hindsight", *ingest_flags(corpus.resolve(), agents)]
         _, _, summary = _ingest_cpu([*base, "--output-dir", str(work / "seed"), "--no-derived-filter"], kb)
         texts = [json.loads(line)["text"] for line in (work / "seed" / "candidates.jsonl").read_text().splitlines()]
         sentences = [s for t in texts for s in re.split(r"(?<=[.!?])\s+", t) if len(s.split()) >= 6]
@@ -175,7 +156,7 @@ def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: st
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         if recorded:  # as the kb-record-artifacts hook leaves a KB: every note version in the manifest
-            subprocess.run([*_kb(), "artifacts", "record", "src/content/note"], cwd=kb, check=True,
+            subprocess.run([*kb_command(), "artifacts", "record", "src/content/note"], cwd=kb, check=True,
                            stdout=subprocess.DEVNULL)
         layout = Layout(Config(root=kb))
         started = time.process_time()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import bench_git  # noqa: E402
 from lint_bench import best_of, generate_kb, stage_note_and_log, stage_three_changes  # noqa: E402
 
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         # The first run records the staged note in the artifact manifest (exit 1, as the hook
         # convention wants); stage that too so every timed run is the steady state.
         subprocess.run([*kb, "hooks", "run", "pre-commit"], cwd=root, capture_output=True)
-        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        bench_git(root, "add", "-A")
         os.environ["KB"] = " ".join(kb)
         rows = [
             ("kb lint --staged", best_of(args.runs, [*kb, "lint", "--staged"], root)),

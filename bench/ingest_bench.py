@@ -33,13 +33,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import RUN_ENV, compile_package  # noqa: E402
+from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E402
 from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
 from corpus.common import tree_stats  # noqa: E402
@@ -47,28 +46,18 @@ from corpus.common import tree_stats  # noqa: E402
 SUMMARY_KEYS = ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates", "errors")
 
 
-def _kb() -> list[str]:
-    venv_kb = Path(sys.executable).with_name("kb")
-    return [str(venv_kb)] if venv_kb.exists() else [sys.executable, "-m", "kbtools"]
-
-
 def run_phase(phase: str, cmd: list[str], cwd: Path, session_bytes: int, logs: Path) -> dict[str, object]:
     out_path, err_path = logs / f"{phase}.stdout", logs / f"{phase}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=RUN_ENV)
-        # wait4 gives this child's own rusage (RUSAGE_CHILDREN would mix phases).
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        run = run_child(cmd, cwd, stdout=out, stderr=err, env=RUN_ENV)
     lines = out_path.read_text("utf-8", "replace").strip().splitlines()
-    summary = json.loads(lines[-1]) if proc.returncode == 0 and lines else {}
+    summary = json.loads(lines[-1]) if run.exit == 0 and lines else {}
     return {
-        "phase": phase, "exit": proc.returncode, "seconds": round(seconds, 3),
-        "session_mb": round(session_bytes / 1e6, 2), "mb_per_s": round(session_bytes / 1e6 / seconds, 1),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+        "phase": phase, "exit": run.exit, "seconds": round(run.seconds, 3),
+        "session_mb": round(session_bytes / 1e6, 2), "mb_per_s": round(session_bytes / 1e6 / run.seconds, 1),
+        "peak_rss_mb": round(run.usage.ru_maxrss / 1024, 1),  # Linux reports KiB
         **{k: summary.get(k) for k in SUMMARY_KEYS},
-        **({} if proc.returncode == 0 else {"stderr_tail": err_path.read_text("utf-8", "replace")[-500:]}),
+        **({} if run.exit == 0 else {"stderr_tail": err_path.read_text("utf-8", "replace")[-500:]}),
     }
 
 
@@ -91,8 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     shutil.copytree(args.corpus, corpus)
     logs.mkdir(parents=True)
     compile_package()
-    subprocess.run([*_kb(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
-    cmd = [*_kb(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers), *ingest_flags(corpus, agents)]
+    subprocess.run([*kb_command(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
+    cmd = [*kb_command(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers), *ingest_flags(corpus, agents)]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
 

@@ -30,18 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import RUN_ENV  # noqa: E402
+from benchenv import RUN_ENV, bench_git, kb_command, timed_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOCALE = "zh-cn"
 WORDS = ("evidence manifest ledger session transcript wiki note index log raw source hash commit "
          "agent ingest redaction filter shingle gate identifier retention lint hook pipeline").split()
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-                        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"})
 
 
 def _prose(rng: random.Random, size: int) -> str:
@@ -89,9 +83,9 @@ def generate_kb(root: Path, raws: int = 10_000, notes: int = 2_000, seed: int = 
     (info_dir / "kb-index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     log = ["# Log", ""] + [f"## [2026-08-{d:02d}] ingest | batch {d}\n\nIngested.\n" for d in range(1, 29)]
     (info_dir / "kb-log.md").write_text("\n".join(log), encoding="utf-8")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--no-verify", "-m", "bench kb")
+    bench_git(root, "init", "-q", "-b", "main")
+    bench_git(root, "add", "-A")
+    bench_git(root, "commit", "-q", "--no-verify", "-m", "bench kb")
 
 
 def stage_three_changes(root: Path) -> None:
@@ -105,7 +99,7 @@ def stage_three_changes(root: Path) -> None:
         fh.write(f"{hashlib.sha256(data).hexdigest()} {LOCALE}/raw-source-new.md\n")
     index = root / "src/content/information" / LOCALE / "kb-index.md"
     index.write_text(index.read_text(encoding="utf-8") + "| `raw-source-new` | gist |\n", encoding="utf-8")
-    _git(root, "add", "-A")
+    bench_git(root, "add", "-A")
 
 
 def stage_note_and_log(root: Path) -> None:
@@ -116,19 +110,16 @@ def stage_note_and_log(root: Path) -> None:
     log = root / "src/content/information" / LOCALE / "kb-log.md"
     log.write_text(log.read_text(encoding="utf-8") + "\n## [2026-08-29] ingest | new source\n\nAdded.\n",
                    encoding="utf-8")
-    _git(root, "add", "-A")
+    bench_git(root, "add", "-A")
 
 
-
-
-def best_of(runs: int, argv: list[str], cwd: Path, expect: int | None = 0) -> float:
+def best_of(runs: int, argv: list[str], cwd: Path) -> float:
+    """Least wall time of ``runs`` runs after one warm-up run; each timed run must exit 0."""
     best = float("inf")
     subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=RUN_ENV)  # warm-up
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=RUN_ENV)
-        elapsed = time.perf_counter() - start
-        if expect is not None and proc.returncode != expect:
+        elapsed, proc = timed_run(argv, cwd)
+        if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
         best = min(best, elapsed)
     return best
@@ -162,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="generate into this folder and keep it")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
-    kb_cmd = [str(Path(sys.executable).with_name("kb"))]
-    if not Path(kb_cmd[0]).exists():
-        kb_cmd = [sys.executable, "-m", "kbtools"]
+    kb_cmd = kb_command()
     tmp = Path(tempfile.mkdtemp(prefix="kb-lint-bench-")) if args.keep is None else args.keep
     try:
         start = time.perf_counter()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from benchenv import bench_git, timed_run  # noqa: E402
 from kbtools.config import RetentionConfig  # noqa: E402
 from kbtools.retention.gate import grade  # noqa: E402
 from kbtools.retention.taxonomy import taxonomy  # noqa: E402
@@ -92,42 +93,35 @@ def per_pair(repeat: int) -> list[tuple[int, int, float, float]]:
 
 
 def kb(cwd: Path, *args: str) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kbtools", *args], cwd=cwd, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - start) * 1e3
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args], cwd=cwd,
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The inherited environment, as these figures were first measured.
+    return timed_run([sys.executable, "-m", "kbtools", *args], cwd, env=None)[0] * 1e3
 
 
 def in_repo(rewrites: int, repeat: int) -> tuple[float, float, float, float]:
     rng = random.Random(9)
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp)
-        git(repo, "init", "-q", "-b", "main")
+        bench_git(repo, "init", "-q", "-b", "main")
         notes = repo / "src/content/note/en"
         notes.mkdir(parents=True)
         pages = {f"note-{n}.md": make_page(rng, 8_000) for n in range(20)}
         for name, text in pages.items():
             (notes / name).write_text(text)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "notes")
+        bench_git(repo, "add", "-A")
+        bench_git(repo, "commit", "-q", "-m", "notes")
         (repo / "old.md").write_text(pages["note-0.md"])
         (repo / "new.md").write_text(rewrite(rng, pages["note-0.md"], 1))
         pair = statistics.median(kb(repo, "retention", "check", "old.md", "new.md") for _ in range(repeat))
         for name in list(pages)[:5]:
             (notes / name).write_text(rewrite(rng, pages[name], 1))
-        git(repo, "add", "-A")
+        bench_git(repo, "add", "-A")
         staged = statistics.median(kb(repo, "retention", "check", "--staged") for _ in range(repeat))
-        git(repo, "commit", "-q", "-m", "five rewrites")
+        bench_git(repo, "commit", "-q", "-m", "five rewrites")
         for n in range(rewrites):
             name = rng.choice(list(pages))
             pages[name] = rewrite(rng, pages[name], rng.choice([0, 0, 1, 3]))
             (notes / name).write_text(pages[name])
-            git(repo, "commit", "-q", "-am", f"rewrite {n}")
+            bench_git(repo, "commit", "-q", "-am", f"rewrite {n}")
         probe = kb(repo, "retention", "probe")
         noop = statistics.median(kb(repo, "--version") for _ in range(repeat))
     return pair, staged, probe, noop

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import best_time  # noqa: E402
 from kbtools.ingest.model import SourceSettings  # noqa: E402
 from kbtools.ingest.sources import SOURCES  # noqa: E402
 
@@ -57,13 +58,7 @@ def main() -> int:
     for source in SOURCES:
         if source.name == "hindsight":
             continue
-        best = None
-        for _ in range(args.repeat):
-            started = time.perf_counter()
-            units = [source.load(ref, settings) for ref in source.discover(settings)]
-            elapsed = time.perf_counter() - started
-            best = elapsed if best is None else min(best, elapsed)
-        assert best is not None
+        best, units = best_time(lambda: [source.load(ref, settings) for ref in source.discover(settings)], args.repeat)
         mb = source_bytes(source.name, args.corpus) / 1e6
         total_mb += mb
         total_s += best

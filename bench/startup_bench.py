@@ -25,13 +25,13 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lint_bench import LOCALE, RUN_ENV, generate_kb  # noqa: E402
+from benchenv import RUN_ENV, bench_git, timed_run  # noqa: E402
+from lint_bench import LOCALE, generate_kb  # noqa: E402
 
 HOOK_COMMANDS = (
     ("--version",),
@@ -55,7 +55,7 @@ def stage_three_notes(root: Path) -> None:
         note = root / "src/content/note" / LOCALE / f"note-{i:04d}.md"
         note.write_text(note.read_text(encoding="utf-8") + f"\nAnother paragraph {i} on the same evidence.\n",
                         encoding="utf-8")
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    bench_git(root, "add", "-A")
 
 
 def import_costs(kb: Interpreter, argv: tuple[str, ...], cwd: Path) -> tuple[float, dict[str, float]]:
@@ -98,9 +98,7 @@ def interleaved_best(runs: int, kbs: list[Interpreter], argv: tuple[str, ...], c
     best = [float("inf")] * len(kbs)
     for _ in range(runs + 1):  # the first round warms the page cache
         for i, kb in enumerate(kbs):
-            start = time.perf_counter()
-            proc = subprocess.run([kb.python, "-m", "kbtools", *argv], cwd=cwd, capture_output=True, env=kb.env)
-            elapsed = time.perf_counter() - start
+            elapsed, proc = timed_run([kb.python, "-m", "kbtools", *argv], cwd, kb.env)
             if proc.returncode != 0:
                 raise SystemExit(f"{kb.label}: kb {' '.join(argv)} exited {proc.returncode}: {proc.stderr[:500]!r}")
             best[i] = min(best[i], elapsed)
@@ -127,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         first = kbs[0]
         subprocess.run([first.python, "-m", "kbtools", "artifacts", "record", "--staged"], cwd=root,
                        capture_output=True, env=first.env)
-        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        bench_git(root, "add", "-A")
         print(f"KB: {args.raws} raw files, {args.notes} notes; 3 staged notes; best of {args.runs}, interleaved")
         print("| command | " + " | ".join(f"`{kb.label}`" for kb in kbs) + " |")
         print("| --- |" + " --- |" * len(kbs))
