@@ -182,19 +182,14 @@ def _lines(fh: IO[bytes]) -> Iterator[tuple[bytes, int]]:
             yield line, start
 
 
-def scan_ledger(fh: IO[bytes], ledger: str) -> Iterator[tuple[Row | None, int]]:
-    """``(row or None if malformed, byte offset)`` per non-blank line of an open ledger."""
-    for line, start in _lines(fh):
-        yield _parse(line, ledger), start
-
-
-def iter_ledger(path: Path, ledger: str) -> Iterator[tuple[Row | None, int]]:
-    """:func:`scan_ledger` of a path; nothing if the file is absent."""
+def iter_ledger(path: Path, ledger: str) -> Iterator[Row | None]:
+    """Each non-blank line's row (None if malformed); nothing if the file is absent."""
     fh = open_ledger(path)
     if fh is None:
         return
     with fh:
-        yield from scan_ledger(fh, ledger)
+        for line, _ in _lines(fh):
+            yield _parse(line, ledger)
 
 
 _RUN_AT = b',"run_at":'

@@ -45,7 +45,7 @@ def find_candidate(output_dir: Path, candidate_id: str) -> dict[str, Any]:
     if len(wanted) < MIN_PREFIX:
         raise KbError(f"candidate id must have at least {MIN_PREFIX} characters", candidate_id)
     found: list[dict[str, Any]] = []
-    for row, _ in iter_ledger(path, "candidates"):
+    for row in iter_ledger(path, "candidates"):
         if row is None:
             continue
         cid = row["candidate_id"]
