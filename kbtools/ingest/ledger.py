@@ -309,8 +309,8 @@ class PriorState:
     has_partial: bool = False
     # Dedup keys of trusted candidate lines by their rows_digest (see KEY_CACHE_FILE).
     key_cache: dict[str, bytes] = field(default_factory=dict)
-    _files: list[Path] = field(default_factory=list)
-    _handles: dict[int, IO[bytes]] = field(default_factory=dict)
+    # The ledger files open for reading, by file number (see ``location``).
+    _handles: list[IO[bytes]] = field(default_factory=list)
     # Where each source's candidate lines start in the final ledger, and where the
     # last one ends, when the ledger index answered (file number ``_indexed_file``):
     # its lines are then read in one go. These sources are not in ``rows``.
@@ -328,14 +328,14 @@ class PriorState:
         return state
 
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
-        """Open a ledger once: it is indexed now and read back through the same handle
-        later, so a file replaced meanwhile (a concurrent ``--write``) cannot shift offsets."""
-        number = len(self._files)
-        self._files.append(path)
+        """Open a ledger once (its file number, or -1 if absent): it is indexed now and read back
+        through the same handle later, so a file replaced meanwhile (a concurrent ``--write``)
+        cannot shift offsets."""
         handle = open_ledger(path)
-        if handle is not None:
-            self._handles[number] = handle
-        return number, handle
+        if handle is None:
+            return -1, None
+        self._handles.append(handle)
+        return len(self._handles) - 1, handle
 
     def _load(self, output_dir: Path) -> None:
         index = read_ledger_index(output_dir)
@@ -506,7 +506,7 @@ class PriorState:
             yield self.read(location)
 
     def close(self) -> None:
-        for handle in self._handles.values():
+        for handle in self._handles:
             handle.close()
         self._handles.clear()
 
