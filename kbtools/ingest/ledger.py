@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import json
+import marshal
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -921,27 +922,12 @@ _KEY_CACHE_FORMAT = 4
 
 def read_key_cache(output_dir: Path) -> dict[str, bytes]:
     """rows_digest → the marshalled keys of those lines (unmarshalled when used)."""
-    import marshal
-
-    try:
-        fmt, checksum, payload = marshal.loads((output_dir / KEY_CACHE_FILE).read_bytes())
-        if fmt != _KEY_CACHE_FORMAT or checksum != _checksum(payload):
-            return {}
-        cache = marshal.loads(payload)
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
+    cache = _read_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT)
     return cache if isinstance(cache, dict) else {}
 
 
 def write_key_cache(output_dir: Path, cache: dict[str, bytes]) -> None:
-    import marshal
-
-    payload = marshal.dumps(cache)
-    try:
-        atomic_write_bytes(output_dir / KEY_CACHE_FILE,
-                           [marshal.dumps((_KEY_CACHE_FORMAT, _checksum(payload), payload))], durable=False)
-    except OSError:
-        pass  # only a cache
+    _write_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT, cache)
 
 
 # Where every row of the final ledgers lies, so a rerun need not scan or parse
@@ -966,6 +952,27 @@ def _checksum(payload: bytes) -> int:
     import zlib
 
     return zlib.crc32(payload)
+
+
+def _read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
+    """What :func:`_write_cache` stored in ``path`` in format ``fmt``; None when the file is
+    absent, damaged or of another format (a cache miss)."""
+    try:
+        found, checksum, payload = marshal.loads(path.read_bytes())
+        if found != fmt or checksum != _checksum(payload):
+            return None
+        return marshal.loads(payload)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def _write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
+    """``data`` (marshallable) into ``path`` with its format and checksum; a failure is ignored."""
+    payload = marshal.dumps(data)
+    try:
+        atomic_write_bytes(path, [marshal.dumps((fmt, _checksum(payload), payload))], durable=False)
+    except OSError:
+        pass  # only a cache: the next run does without
 
 
 class LedgerIndex:
@@ -1002,28 +1009,14 @@ class LedgerIndex:
 
 
 def read_ledger_index(output_dir: Path) -> LedgerIndex | None:
-    import marshal
-
-    try:
-        fmt, checksum, payload = marshal.loads((output_dir / LEDGER_INDEX_FILE).read_bytes())
-        if fmt != _LEDGER_INDEX_FORMAT or checksum != _checksum(payload):
-            return None
-        parts = marshal.loads(payload)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    parts = _read_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT)
     return LedgerIndex(parts) if isinstance(parts, dict) else None
 
 
 def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, Any]]) -> None:
     """``parts``: per ledger, the stat of the file as written and what to keep of it."""
-    import marshal
-
-    payload = marshal.dumps({name: (_file_identity(stat), data) for name, (stat, data) in parts.items()})
-    try:
-        atomic_write_bytes(output_dir / LEDGER_INDEX_FILE,
-                           [marshal.dumps((_LEDGER_INDEX_FORMAT, _checksum(payload), payload))], durable=False)
-    except OSError:
-        pass  # only a cache: the next run scans the ledgers
+    data = {name: (_file_identity(stat), kept) for name, (stat, kept) in parts.items()}
+    _write_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT, data)
 
 
 def remove_stale_files(output_dir: Path) -> None:
