@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
+from corpus import agents_in, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
 
 LEDGERS = ("manifest", "candidates", "rejected", "events")
@@ -63,9 +63,8 @@ class Drill:
         self.corpus, self.kb = self.work / "corpus", self.work / "kb"
 
     def command(self, out: Path) -> list[str]:
-        agents = tuple(a for a in AGENTS if any((self.corpus / s).exists() for s in STORES[a]))
         return [sys.executable, "-m", "kbtools", "ingest", "--write", "--skip-hindsight", "--root", str(self.kb),
-                "--output-dir", str(out), "--jobs", str(self.jobs), *ingest_flags(self.corpus, agents)]
+                "--output-dir", str(out), "--jobs", str(self.jobs), *ingest_flags(self.corpus, agents_in(self.corpus))]
 
     def run(self, out: Path, *, crash_at: str | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if k != "KB_TEST_CRASH_AT"}

@@ -47,8 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchenv import best_time, kb_command, run_child  # noqa: E402
 from blake3 import blake3  # noqa: E402
-from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
-from corpus.common import tree_stats  # noqa: E402
+from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 
 from kbtools.config import Config  # noqa: E402
 from kbtools.derived.filter import CACHE_FILE, DerivedFilter  # noqa: E402
@@ -134,8 +133,8 @@ def _ingest_cpu(cmd: list[str], cwd: Path) -> tuple[float, float, dict[str, obje
 
 
 def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: str, recorded: bool) -> int:
-    agents = tuple(a for a in AGENTS if any((corpus / s).exists() for s in STORES[a]))
-    session_bytes = sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
+    agents = agents_in(corpus)
+    session_bytes = sum(store_size(corpus, a)[0] for a in agents)
     work = Path(tempfile.mkdtemp(prefix="derived-share-"))
     try:
         kb = work / "kb"

@@ -39,9 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E402
-from corpus import AGENTS, STORES, ingest_flags  # noqa: E402
+from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
-from corpus.common import tree_stats  # noqa: E402
 
 SUMMARY_KEYS = ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates", "errors")
 
@@ -71,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs of each rerun phase, from the same ledgers (a summary line gives min and median)")
     args = parser.parse_args(argv)
-    agents = tuple(a for a in AGENTS if any((args.corpus / s).exists() for s in STORES[a]))
+    agents = agents_in(args.corpus)
     if not agents:
         parser.error(f"no agent store under {args.corpus} (run bench/gen_corpus.py first)")
     work = args.out.resolve()
@@ -86,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd += ["--jobs", str(args.jobs)]
 
     def session_bytes() -> int:
-        return sum(tree_stats(corpus / s)[0] for a in agents for s in STORES[a])
+        return sum(store_size(corpus, a)[0] for a in agents)
 
     failed = False
     before = work / "ledgers-before"

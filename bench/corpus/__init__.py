@@ -28,7 +28,7 @@ WRITERS = {"omp": omp.write, "codex": codex.write, "opencode": opencode.write, "
 # The store directories each agent owns under the output dir.
 STORES = {"omp": ("omp",), "codex": ("codex",), "opencode": ("opencode", "opencode-state"), "claude": ("claude",)}
 
-__all__ = ["AGENTS", "SECRET_MODES", "StoreStats", "generate", "ingest_flags"]
+__all__ = ["AGENTS", "SECRET_MODES", "StoreStats", "agents_in", "generate", "ingest_flags", "store_size"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,19 @@ def generate(out: Path, *, total_bytes: int, seed: int, agents: tuple[str, ...] 
         for store in STORES[agent]:
             shutil.rmtree(out / store, ignore_errors=True)
         sessions = WRITERS[agent](out, budget, content, seed)
-        size = files = 0
-        for store in STORES[agent]:
-            b, f = tree_stats(out / store)
-            size, files = size + b, files + f
-        stats.append(StoreStats(agent, size, files, sessions))
+        stats.append(StoreStats(agent, *store_size(out, agent), sessions))
     return stats
+
+
+def store_size(out: Path, agent: str) -> tuple[int, int]:
+    """Bytes and files of everything the agent's stores hold under ``out``."""
+    sizes = [tree_stats(out / store) for store in STORES[agent]]
+    return sum(b for b, _ in sizes), sum(f for _, f in sizes)
+
+
+def agents_in(out: Path) -> tuple[str, ...]:
+    """The agents with a store under ``out`` (a corpus may be generated for some only)."""
+    return tuple(a for a in AGENTS if any((out / s).exists() for s in STORES[a]))
 
 
 def ingest_flags(out: Path, agents: tuple[str, ...] = AGENTS) -> list[str]:
