@@ -14,7 +14,9 @@ import random
 import re
 from pathlib import Path
 
-from corpus.common import base62, dumps, iso, line_bytes, new_context, session_size, uuid4, write_lines
+from corpus.common import (
+    base62, dumps, iso, line_bytes, new_context, session_size, uuid4, write_in_time_order, write_lines,
+)
 from corpus.content import Content
 from corpus.model import SessionContext, ToolCall, Turn
 from corpus.vocab import MODELS
@@ -182,6 +184,5 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
                         [dumps({"agentType": "Explore", "description": "Find where the config is loaded"})], ctx.clock_ms)
             subagents += 1
         sessions += 1
-    history.sort()
-    write_lines(root / "history.jsonl", [line for _ms, line in history], history[-1][0] if history else 0)
+    write_in_time_order(root / "history.jsonl", history)
     return sessions

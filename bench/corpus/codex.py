@@ -17,7 +17,9 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from corpus.common import base62, dumps, iso, line_bytes, new_context, session_size, uuid7, write_lines
+from corpus.common import (
+    base62, dumps, iso, line_bytes, new_context, session_size, uuid7, write_in_time_order, write_lines,
+)
 from corpus.content import Content
 from corpus.model import SessionContext, ToolCall, Turn
 from corpus.vocab import MODELS
@@ -178,7 +180,6 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
         title = ctx.turns[0].prompt.split("\n", 1)[0][:80] if ctx.turns else ""
         index.append((ctx.clock_ms, dumps({"id": sid, "thread_name": title, "updated_at": iso(ctx.clock_ms)})))
         sessions += 1
-    for name, entries in (("history.jsonl", history), ("session_index.jsonl", index)):
-        entries.sort()
-        written += write_lines(root / name, [line for _ms, line in entries], entries[-1][0] if entries else 0)
+    written += write_in_time_order(root / "history.jsonl", history)
+    written += write_in_time_order(root / "session_index.jsonl", index)
     return sessions

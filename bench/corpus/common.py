@@ -9,7 +9,6 @@ import random
 import string
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,14 +21,6 @@ SPAN_MS = 150 * 86_400_000
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 MIN_SESSION = 8_000
-
-
-@dataclass(frozen=True)
-class AgentStats:
-    bytes: int
-    files: int
-    sessions: int
-
 
 def dumps(obj: object) -> str:
     """Compact JSON, as the agents write it (non-ASCII kept)."""
@@ -94,6 +85,12 @@ def write_lines(path: Path, lines: list[str], mtime_ms: int) -> int:
     path.write_bytes(data)
     fixed_mtime(path, mtime_ms)
     return len(data)
+
+
+def write_in_time_order(path: Path, entries: list[tuple[int, str]]) -> int:
+    """(ms, line) entries written oldest first, the file stamped with the newest."""
+    entries = sorted(entries)
+    return write_lines(path, [line for _ms, line in entries], entries[-1][0] if entries else 0)
 
 
 def line_bytes(lines: list[str]) -> int:

@@ -55,6 +55,11 @@ def _rel_path(rng: random.Random, project: Project, test: bool = False) -> str:
     return f"src/{mod}.rs" if not test else f"tests/{mod}.rs"
 
 
+def _test_command(rng: random.Random, project: Project) -> str:
+    return rng.choice(TEST_COMMANDS[project.lang]).format(mod=rng.choice(MODULES), verb=rng.choice(VERBS),
+                                                          noun=rng.choice(NOUNS), pkg=project.package)
+
+
 # --------------------------------------------------------------------------- code
 
 
@@ -165,7 +170,7 @@ def _test_run(rng: random.Random, lang: str) -> str:
     n = rng.randint(20, 600)
     failed = rng.randint(0, 4) if rng.random() < 0.5 else 0
     if lang == "python":
-        head = [f"============================= test session starts ==============================",
+        head = ["============================= test session starts ==============================",
                 f"platform linux -- Python 3.{rng.choice((11, 12, 13))}.{rng.randint(1, 9)}, pytest-8.{rng.randint(0, 3)}.{rng.randint(0, 4)}, pluggy-1.5.0",
                 f"rootdir: {HOME}/src/{REPO}", "configfile: pyproject.toml", f"collected {n} items", ""]
         body = []
@@ -365,7 +370,7 @@ class Content:
         p, lang = ctx.project, ctx.project.lang
         path = _rel_path(rng, p)
         lib, v = _lib(rng, lang)
-        cmd = rng.choice(TEST_COMMANDS[lang]).format(mod=rng.choice(MODULES), verb=rng.choice(VERBS), noun=rng.choice(NOUNS), pkg=p.package)
+        cmd = _test_command(rng, p)
         r = rng.random()
         if r < 0.07:
             return rng.choice(("continue", "yes, go ahead", "run the tests again", "looks good, commit it", "ok", "try again"))
@@ -423,7 +428,7 @@ class Content:
         if rng.random() < 0.5:
             parts += ["", "The core of the fix:", "", self._code(rng, lang)]
         if rng.random() < 0.6:
-            cmd = rng.choice(TEST_COMMANDS[lang]).format(mod=rng.choice(MODULES), verb=rng.choice(VERBS), noun=rng.choice(NOUNS), pkg=p.package)
+            cmd = _test_command(rng, p)
             parts += ["", f"Verified with `{cmd}`: {rng.randint(20, 900)} passed. See {rng.choice(PUBLIC_URLS)} for the upstream note."]
         if rng.random() < 0.15:
             parts += ["", f"Note: the logs mention {self._private_bit(rng, ctx)}; I did not touch that host."]
