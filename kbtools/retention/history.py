@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kbtools.errors import KbError
-from kbtools.gitio import GitFailed, git, git_bytes
+from kbtools.gitio import GitFailed, git, repo_state
 from kbtools.kb.layout import Layout
 from kbtools.retention.gate import Verdict, compare, grade
 from kbtools.retention.taxonomy import Identifier, Taxonomy
@@ -183,33 +183,25 @@ def _note_pathspec(layout: Layout) -> str:
     return layout.rel(layout.note_root)
 
 
-def _has_head(root: Path) -> bool:
-    try:
-        git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], root)
-    except GitFailed:
-        return False
-    return True
-
-
-def _require_repo(root: Path) -> None:
-    try:
-        git(["rev-parse", "--git-dir"], root)
-    except GitFailed:
-        raise KbError("not a git repository", str(root)) from None
+def _head(root: Path) -> str | None:
+    """HEAD's commit (None when unborn), in one git call; not a work tree is an error."""
+    state = repo_state(root)
+    if not state.usable:
+        raise KbError("not a git repository", str(root))
+    return state.head
 
 
 def staged_changes(layout: Layout) -> list[NoteChange]:
     """Every staged change to a note against HEAD (an unborn HEAD: every note is new)."""
-    _require_repo(layout.root)
     pathspec = _note_pathspec(layout)
-    if not _has_head(layout.root):
+    if _head(layout.root) is None:
         names = git(["ls-files", "-z", "--", pathspec], layout.root)
         return [NoteChange("A", None, p, None, None) for p in names.split("\0") if p.endswith(NOTE_SUFFIXES)]
-    out = git_bytes(
+    out = git(
         ["diff", "--cached", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "HEAD",
          "--", pathspec],
         layout.root,
-    ).decode("utf-8", "surrogateescape")
+    )
     return [c for c in parse_raw_diff(out) if _is_note(c)]
 
 
@@ -242,15 +234,14 @@ def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> Stag
 
 def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
     """Every modification or rename of a note in the commits of ``rev_range``."""
-    _require_repo(layout.root)
-    if not _has_head(layout.root) and rev_range == "HEAD":
+    if _head(layout.root) is None and rev_range == "HEAD":
         return
     try:
-        out = git_bytes(
+        out = git(
             ["log", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "--diff-filter=MRT",
              "--format=%x01%H", rev_range, "--", _note_pathspec(layout)],
             layout.root,
-        ).decode("utf-8", "surrogateescape")
+        )
     except GitFailed as exc:
         raise KbError(f"cannot read history: {exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else exc}",
                       rev_range) from None
