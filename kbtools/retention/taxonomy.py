@@ -74,11 +74,6 @@ def strip_trailing(token: str) -> str:
     return token
 
 
-def _verbatim(kind: str, raw: str) -> Identifier | None:
-    text = strip_trailing(raw)
-    return Identifier(text, text, kind) if text else None
-
-
 def _lower(kind: str, raw: str) -> Identifier | None:
     return Identifier(raw.lower(), raw, kind)
 
