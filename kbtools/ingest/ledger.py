@@ -535,11 +535,10 @@ class Segment:
 class SourceRows:
     """Everything one source contributes to the ledgers.
 
-    Candidates come as rows (``candidates``, each with its stored line in
-    ``candidate_lines`` when it may be written back as it is, else None), or
-    *packed*: ``candidates`` empty, ``candidate_lines`` every line as bytes and
-    ``candidate_keys`` what the duplicate marking needs of each — what a worker
-    process sends back (bytes pickle in a copy; a row of fifty fields does not).
+    Candidates come as rows (``candidates``), or *packed*: ``candidates`` empty,
+    ``candidate_lines`` every line as bytes and ``candidate_keys`` what the
+    duplicate marking needs of each — what a worker process sends back (bytes
+    pickle in a copy; a row of fifty fields does not).
     """
 
     manifest: Row
@@ -581,11 +580,14 @@ class SourceRows:
     def packed(self) -> bool:
         return not self.candidates
 
+    @property
+    def candidate_count(self) -> int:
+        return len(self.candidate_lines) if self.packed else len(self.candidates)
+
     def lines_of_candidates(self) -> list[bytes]:
         if self.packed:
             return [line for line in self.candidate_lines if line is not None]
-        stored = self.candidate_lines if len(self.candidate_lines) == len(self.candidates) else ()
-        return [line or dumps(row) for row, line in zip(self.candidates, stored or [None] * len(self.candidates))]
+        return [dumps(row) for row in self.candidates]
 
 
 

@@ -481,7 +481,7 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
             if not current:
                 candidate = _redact_again(candidate, ctx.redactor)
             kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
-        rows = SourceRows(row, kept, rejected, events, dropped, [None] * len(kept))
+        rows = SourceRows(row, kept, rejected, events, dropped)
         redacted = any(c.get("redactions") for c in kept)
         slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
@@ -501,7 +501,7 @@ def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessCont
         error = redact_error(ctx.redactor, error)
     row.update(
         parse_status=status,
-        candidate_count=len(rows.candidate_lines),
+        candidate_count=rows.candidate_count,
         article_slugs=slugs,
         error=error,
         run_at=run_at,
