@@ -28,16 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtools.ingest.hashing import iso_time, sha256_hex
+from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
-    CHANGED_DURING_READ,
     JsonlScan,
     ProseBudget,
     file_ref,
     make_record,
-    mtime_iso,
-    read_error,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -121,20 +118,15 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     final_budget = ProseBudget.for_max_text(settings.max_text)
     collecting = ProseBudget(cap=final_budget.cap * 2)
     transcript = _Transcript(subagent=is_subagent_file(path))
-    error = ""
-    try:
-        for line_no, line, whole in scan.lines(_wanted):
-            if not whole or not _wanted(line[:_HEAD]):
-                transcript.note_identity_from_head(line[:_HEAD])
-                continue
-            obj = scan.parse(line_no, line)
-            if isinstance(obj, dict):
-                _take(obj, transcript, collecting)
-        error = scan.error()
-    except OSError as exc:
-        error = read_error(exc)
+    for line_no, line, whole in scan.lines(_wanted):
+        if not whole or not _wanted(line[:_HEAD]):
+            transcript.note_identity_from_head(line[:_HEAD])
+            continue
+        obj = scan.parse(line_no, line)
+        if isinstance(obj, dict):
+            _take(obj, transcript, collecting)
     records: list[Record] = []
-    if error != CHANGED_DURING_READ and not error.startswith("read_error"):
+    if not scan.failed:
         for message in transcript.messages:
             text = "\n\n".join(message.texts)
             if text.strip() and final_budget.admit(text):
@@ -142,20 +134,13 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     session_id = transcript.session_id or path.stem
     if transcript.subagent:
         session_id = f"{session_id}/{path.stem if path.stem.startswith('agent-') else transcript.agent_id}"
-    return SourceUnit(
-        tool=TOOL,
-        record_type="session",
-        format="jsonl",
-        source_identity=str(path),
+    return scan.unit(
+        ref,
         session_identity=session_id,
         project_identity=transcript.cwd or "",
         created_at=iso_time(transcript.started),
-        updated_at=mtime_iso(scan.stat_before) if scan.stat_before is not None else "",
-        content_hash=scan.content_hash if scan.stat_before is not None else sha256_hex(error),
         records=records,
-        error=error,
         truncated=collecting.truncated or final_budget.truncated,
-        stat_key=scan.read_stat_key(),
     )
 
 

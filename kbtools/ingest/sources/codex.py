@@ -30,16 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kbtools.ingest.hashing import iso_time, sha256_hex
+from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
-    CHANGED_DURING_READ,
     JsonlScan,
     ProseBudget,
     file_ref,
     make_record,
-    mtime_iso,
-    read_error,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -122,57 +119,41 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     meta: dict[str, Any] | None = None
     records: list[Record] = []
     index = 0
-    error = ""
-    try:
-        for line_no, line, whole in scan.lines(_may_hold_prose_or_meta):
-            if not whole or not _may_hold_prose_or_meta(line[:_HEAD]):
-                continue
-            obj = scan.parse(line_no, line)
-            if not isinstance(obj, dict):
-                continue
-            kind = obj.get("type")
-            payload = obj.get("payload")
-            if kind == "session_meta" and isinstance(payload, dict):
-                meta = meta or payload
-                continue
-            if kind == "response_item" and isinstance(payload, dict):
-                item = payload
-            elif kind == "message" and "payload" not in obj:
-                item = obj  # legacy bare item
-            elif kind is None and meta is None and "id" in obj and "timestamp" in obj:
-                meta = obj  # legacy first line
-                continue
-            else:
-                continue
-            if item.get("type") != "message" or item.get("role") not in _PROSE_ROLES:
-                continue
-            text = _prose_of(item)
-            if text and budget.admit(text):
-                records.append(make_record(item["role"], text, obj.get("timestamp"), index))
-            index += 1
-        error = scan.error()
-    except OSError as exc:
-        error = read_error(exc)
-        records = []
-    if error == CHANGED_DURING_READ:
-        records = []
+    for line_no, line, whole in scan.lines(_may_hold_prose_or_meta):
+        if not whole or not _may_hold_prose_or_meta(line[:_HEAD]):
+            continue
+        obj = scan.parse(line_no, line)
+        if not isinstance(obj, dict):
+            continue
+        kind = obj.get("type")
+        payload = obj.get("payload")
+        if kind == "session_meta" and isinstance(payload, dict):
+            meta = meta or payload
+            continue
+        if kind == "response_item" and isinstance(payload, dict):
+            item = payload
+        elif kind == "message" and "payload" not in obj:
+            item = obj  # legacy bare item
+        elif kind is None and meta is None and "id" in obj and "timestamp" in obj:
+            meta = obj  # legacy first line
+            continue
+        else:
+            continue
+        if item.get("type") != "message" or item.get("role") not in _PROSE_ROLES:
+            continue
+        text = _prose_of(item)
+        if text and budget.admit(text):
+            records.append(make_record(item["role"], text, obj.get("timestamp"), index))
+        index += 1
     meta = meta or {}
-    unit = SourceUnit(
-        tool=TOOL,
-        record_type="session",
-        format="jsonl",
-        source_identity=str(path),
+    return scan.unit(
+        ref,
         session_identity=_session_id(meta, path),
         project_identity=meta["cwd"] if isinstance(meta.get("cwd"), str) else "",
         created_at=iso_time(meta.get("timestamp")),
-        updated_at=mtime_iso(scan.stat_before) if scan.stat_before is not None else "",
-        content_hash=scan.content_hash if scan.stat_before is not None else sha256_hex(error),
         records=records,
-        error=error,
         truncated=budget.truncated,
-        stat_key=scan.read_stat_key(),
     )
-    return unit
 
 
 def _may_hold_prose_or_meta(head: bytes) -> bool:

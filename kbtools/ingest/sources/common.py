@@ -230,6 +230,7 @@ class JsonlScan:
     hashed and dropped without being held. ``whole`` is False when only the
     head is yielded — a line not wanted, or over ``max_line`` (counted as
     ``overlong``) — so a caller may read ids from it but must not parse it.
+    A file that cannot be read ends the lines and becomes the scan's error.
     """
 
     def __init__(self, path: Path, *, max_line: int = MAX_LINE_BYTES) -> None:
@@ -242,10 +243,17 @@ class JsonlScan:
         self.bytes_read = 0
         self.last_line_unterminated = False
         self.last_line_no = 0
+        self.read_failure = ""
 
     @property
     def content_hash(self) -> str:
         return self.hasher.hexdigest()
+
+    @property
+    def failed(self) -> bool:
+        """The bytes read do not stand for the file: the read broke off or
+        raced a writer, so no record of it may be kept."""
+        return bool(self.read_failure) or self.changed
 
     @property
     def changed(self) -> bool:
@@ -265,52 +273,62 @@ class JsonlScan:
         """The version of the bytes actually read (None if they moved under
         the read): what a stat cache should remember for this unit, rather
         than the stat seen at discovery."""
-        if self.stat_before is None or self.changed:
+        if self.stat_before is None or self.failed:
             return None
         return stat_key(self.stat_before)
 
     def lines(self, wanted: Callable[[bytes], bool] | None = None) -> Iterator[tuple[int, bytes, bool]]:
         update = self.hasher.update
         line_no = 0
-        with open(self.path, "rb") as fh:
-            self.stat_before = os.fstat(fh.fileno())
-            readline = fh.readline
-            while piece := readline(_PIECE):
-                update(piece)
-                line_no += 1
-                if piece.endswith(b"\n") or len(piece) < _PIECE:
-                    self.last_line_unterminated = not piece.endswith(b"\n")
-                    # Not stripped (a copy of every line): JSON ignores the
-                    # surrounding whitespace, and heads are matched loosely.
-                    if not piece.isspace():
-                        self.last_line_no = line_no
-                        yield line_no, piece, True
-                    continue
-                # A long line: decide from its head before holding any more of it.
-                head = piece[:LINE_HEAD_BYTES].lstrip()
-                pieces: list[bytes] | None = [piece] if wanted is None or wanted(head) else None
-                size = len(piece)
-                ended = False
-                while not ended and (piece := readline(_PIECE)):
+        try:
+            with open(self.path, "rb") as fh:
+                self.stat_before = os.fstat(fh.fileno())
+                readline = fh.readline
+                while piece := readline(_PIECE):
                     update(piece)
-                    size += len(piece)
-                    ended = piece.endswith(b"\n")
-                    if pieces is not None and size > self.max_line:
-                        pieces = None
-                        self.issues.note("overlong", line_no)
-                    elif pieces is not None:
-                        pieces.append(piece)
-                self.last_line_unterminated = not ended
-                self.last_line_no = line_no
-                if pieces is not None:
-                    yield line_no, b"".join(pieces), True
-                else:
-                    yield line_no, head, False
-            self.bytes_read = fh.tell()
+                    line_no += 1
+                    if piece.endswith(b"\n") or len(piece) < _PIECE:
+                        self.last_line_unterminated = not piece.endswith(b"\n")
+                        # Not stripped (a copy of every line): JSON ignores the
+                        # surrounding whitespace, and heads are matched loosely.
+                        if not piece.isspace():
+                            self.last_line_no = line_no
+                            yield line_no, piece, True
+                        continue
+                    self.last_line_no = line_no
+                    yield line_no, *self._rest_of_long_line(readline, piece, line_no, wanted)
+                self.bytes_read = fh.tell()
+        except OSError as exc:
+            self.read_failure = read_error(exc)
+            return
         try:
             self.stat_after = os.stat(self.path)
         except OSError:
             self.stat_after = None
+
+    def _rest_of_long_line(
+        self, readline: Callable[[int], bytes], piece: bytes, line_no: int, wanted: Callable[[bytes], bool] | None
+    ) -> tuple[bytes, bool]:
+        """Read on to the end of a line longer than one piece, deciding from its
+        head before holding any more of it: ``(line, True)``, or ``(head, False)``
+        for a line not wanted or over ``max_line``."""
+        head = piece[:LINE_HEAD_BYTES].lstrip()
+        pieces: list[bytes] | None = [piece] if wanted is None or wanted(head) else None
+        size = len(piece)
+        ended = False
+        while not ended and (piece := readline(_PIECE)):
+            self.hasher.update(piece)
+            size += len(piece)
+            ended = piece.endswith(b"\n")
+            if pieces is not None and size > self.max_line:
+                pieces = None
+                self.issues.note("overlong", line_no)
+            elif pieces is not None:
+                pieces.append(piece)
+        self.last_line_unterminated = not ended
+        if pieces is not None:
+            return b"".join(pieces), True
+        return head, False
 
     def parse(self, line_no: int, line: bytes) -> Any:
         """Decode one line as UTF-8 JSON; note why not and return None on failure.
@@ -330,7 +348,10 @@ class JsonlScan:
             return None
 
     def error(self) -> str:
-        """The unit's error: changed during read wins over line problems."""
+        """The unit's error: a failed read wins over a change during the read,
+        which wins over line problems."""
+        if self.read_failure:
+            return self.read_failure
         if self.changed:
             return CHANGED_DURING_READ
         counts = self.issues.counts
@@ -342,6 +363,36 @@ class JsonlScan:
             del counts["malformed_json"]
             self.issues.note("truncated_last_line", self.last_line_no)
         return self.issues.summary()
+
+    def unit(
+        self,
+        ref: SourceRef,
+        *,
+        session_identity: str,
+        project_identity: str,
+        created_at: str,
+        records: list[Record],
+        truncated: bool,
+    ) -> SourceUnit:
+        """The unit of this pass: version, content hash and error come from the
+        read, and a failed read keeps none of the records."""
+        error = self.error()
+        read = self.stat_before
+        return SourceUnit(
+            tool=ref.tool,
+            record_type=ref.record_type,
+            format=ref.format,
+            source_identity=str(self.path),
+            session_identity=session_identity,
+            project_identity=project_identity,
+            created_at=created_at,
+            updated_at=mtime_iso(read) if read is not None else "",
+            content_hash=self.content_hash if read is not None else sha256_hex(error),
+            records=[] if self.failed else records,
+            error=error,
+            truncated=truncated,
+            stat_key=self.read_stat_key(),
+        )
 
 
 @dataclass

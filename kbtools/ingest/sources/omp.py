@@ -19,7 +19,6 @@ its key.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -30,13 +29,10 @@ from typing import Any
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
-    CHANGED_DURING_READ,
     JsonlScan,
     ProseBudget,
     file_ref,
     make_record,
-    mtime_iso,
-    read_error,
     unavailable_ref,
     unavailable_unit,
     unmined_unit,
@@ -93,44 +89,44 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     header: dict[str, Any] = {}
     entries: list[_Entry] = []
     message_index = 0
-    try:
-        for line_no, line, whole in scan.lines(_wanted):
-            head = line[:_HEAD]
-            if not whole or _skippable(head):
-                entry_id, parent_id = _ids_from_head(head)
-                if entry_id is not None:
-                    entries.append(_Entry(entry_id, parent_id, None))
-                continue
-            obj = scan.parse(line_no, line)
-            if not isinstance(obj, dict):
-                continue
-            kind = obj.get("type")
-            if kind == "session":
-                if not header:
-                    header = obj
-                continue
-            entry_id = obj.get("id") if isinstance(obj.get("id"), str) else None
-            parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
-            record = None
-            message = obj.get("message")
-            if isinstance(message, dict) and message.get("role") in _PROSE_ROLES:
-                text = _prose_of(message)
-                if text and collecting.admit(text):
-                    created = message.get("timestamp") or obj.get("timestamp")
-                    record = make_record(message["role"], text, created, message_index)
-                message_index += 1
-            if entry_id is not None or record is not None:
-                entries.append(_Entry(entry_id, parent, record))
-    except OSError as exc:
-        return _unit(ref, path, header, [], "", read_error(exc), None)
-    records = _active_branch(entries)
-    kept = [r for r in records if final_budget.admit(r.text)]
-    error = scan.error()
-    if error == CHANGED_DURING_READ:
-        kept = []
-    unit = _unit(ref, path, header, kept, scan.content_hash, error, scan.stat_before, scan.read_stat_key())
-    unit.truncated = collecting.truncated or final_budget.truncated
-    return unit
+    for line_no, line, whole in scan.lines(_wanted):
+        head = line[:_HEAD]
+        if not whole or _skippable(head):
+            entry_id, parent_id = _ids_from_head(head)
+            if entry_id is not None:
+                entries.append(_Entry(entry_id, parent_id, None))
+            continue
+        obj = scan.parse(line_no, line)
+        if not isinstance(obj, dict):
+            continue
+        kind = obj.get("type")
+        if kind == "session":
+            if not header:
+                header = obj
+            continue
+        entry_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+        parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
+        record = None
+        message = obj.get("message")
+        if isinstance(message, dict) and message.get("role") in _PROSE_ROLES:
+            text = _prose_of(message)
+            if text and collecting.admit(text):
+                created = message.get("timestamp") or obj.get("timestamp")
+                record = make_record(message["role"], text, created, message_index)
+            message_index += 1
+        if entry_id is not None or record is not None:
+            entries.append(_Entry(entry_id, parent, record))
+    kept = [r for r in _active_branch(entries) if final_budget.admit(r.text)]
+    session_id = header.get("id")
+    cwd = header.get("cwd")
+    return scan.unit(
+        ref,
+        session_identity=session_id if isinstance(session_id, str) and session_id else path.stem,
+        project_identity=cwd if isinstance(cwd, str) else "",
+        created_at=iso_time(header.get("timestamp")),
+        records=kept,
+        truncated=collecting.truncated or final_budget.truncated,
+    )
 
 
 def _wanted(head: bytes) -> bool:
@@ -195,34 +191,6 @@ def _active_branch(entries: list[_Entry]) -> list[Record]:
     return [
         e.record for e in entries if e.record is not None and (e.entry_id is None or e.entry_id in on_path)
     ]
-
-
-def _unit(
-    ref: SourceRef,
-    path: Path,
-    header: dict[str, Any],
-    records: list[Record],
-    content_hash: str,
-    error: str,
-    st: os.stat_result | None,
-    read_key: tuple[int, int, int] | None = None,
-) -> SourceUnit:
-    session_id = header.get("id")
-    cwd = header.get("cwd")
-    return SourceUnit(
-        tool=TOOL,
-        record_type="session",
-        format="jsonl",
-        source_identity=str(path),
-        session_identity=session_id if isinstance(session_id, str) and session_id else path.stem,
-        project_identity=cwd if isinstance(cwd, str) else "",
-        created_at=iso_time(header.get("timestamp")),
-        updated_at=mtime_iso(st) if st is not None else "",
-        content_hash=content_hash or hashlib.sha256(error.encode()).hexdigest(),
-        records=records,
-        error=error,
-        stat_key=read_key,
-    )
 
 
 def _load_advisor(ref: SourceRef, settings: SourceSettings) -> SourceUnit:

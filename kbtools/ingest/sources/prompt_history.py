@@ -15,13 +15,10 @@ from pathlib import Path
 
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
-    CHANGED_DURING_READ,
     JsonlScan,
     ProseBudget,
     file_ref,
     make_record,
-    mtime_iso,
-    read_error,
     text_of,
 )
 
@@ -40,32 +37,23 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     scan = JsonlScan(path)
     budget = ProseBudget.for_max_text(settings.max_text)
     records: list[Record] = []
-    try:
-        for index, (line_no, line, whole) in enumerate(scan.lines()):
-            obj = scan.parse(line_no, line) if whole else None
-            if not isinstance(obj, dict):
-                continue
-            text = text_of(obj.get("text")) or text_of(obj.get("input"))
-            if text.strip() and budget.admit(text):
-                created = obj.get("ts") if obj.get("ts") is not None else obj.get("timestamp")
-                records.append(make_record("user", text, created, index))
-        error = scan.error()
-    except OSError as exc:
-        error = read_error(exc)
-    if error == CHANGED_DURING_READ or error.startswith("read_error"):
-        records = []
-    return SourceUnit(
-        tool=TOOL,
-        record_type=RECORD_TYPE,
-        format="jsonl",
-        source_identity=str(path),
+    for index, (line_no, line, whole) in enumerate(scan.lines()):
+        obj = scan.parse(line_no, line) if whole else None
+        if not isinstance(obj, dict):
+            continue
+        text = text_of(obj.get("text")) or text_of(obj.get("input"))
+        if text.strip() and budget.admit(text):
+            created = obj.get("ts") if obj.get("ts") is not None else obj.get("timestamp")
+            records.append(make_record("user", text, created, index))
+    unit = scan.unit(
+        ref,
         session_identity=str(path),
         project_identity=TOOL,
         created_at="",
-        updated_at=mtime_iso(scan.stat_before) if scan.stat_before is not None else "",
-        content_hash=scan.content_hash,
         records=records,
-        error=error,
         truncated=budget.truncated,
-        stat_key=scan.read_stat_key(),
     )
+    # The hash of the bytes read, also when the file could not be opened (the
+    # hash of nothing): what this source's ledger rows have always carried.
+    unit.content_hash = scan.content_hash
+    return unit

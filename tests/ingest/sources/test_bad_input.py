@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.model import SourceSettings
 from kbtools.ingest.sources import claude, codex, omp
 from kbtools.ingest.sources.common import CHANGED_DURING_READ, JsonlScan
@@ -111,6 +112,19 @@ def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, nam
         assert [r.text for r in unit.records][-1] == "after the long line"
     assert unit.records[0].text == "kept question"
 
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_session_removed_before_its_load_is_a_read_error_unit(tmp_path: Path, name: str) -> None:
+    build, module = BUILDERS[name]
+    path, cfg = build(tmp_path, [])
+    (ref,) = [r for r in module.discover(cfg) if r.locator == str(path)]
+    path.unlink()
+    unit = module.load(ref, cfg)
+    assert unit.error == "read_error: No such file or directory"
+    assert (unit.records, unit.stat_key, unit.updated_at) == ([], None, "")
+    assert unit.content_hash == sha256_hex(unit.error)
+    assert (unit.tool, unit.record_type, unit.source_identity) == (name, "session", str(path))
 
 def test_file_changed_during_the_read_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"

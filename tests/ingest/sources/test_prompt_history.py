@@ -47,3 +47,13 @@ def test_text_field_and_object_forms_are_read(tmp_path: Path) -> None:
 
 def test_missing_file_yields_nothing(tmp_path: Path) -> None:
     assert list(prompt_history.discover(SourceSettings(prompt_history=tmp_path / "none.jsonl"))) == []
+
+
+def test_file_removed_before_its_load_is_a_read_error_unit_without_records(tmp_path: Path) -> None:
+    path = write_opencode_prompt_history(tmp_path / "prompt-history.jsonl", ["lost prompt"])
+    settings = SourceSettings(prompt_history=path)
+    (ref,) = prompt_history.discover(settings)
+    path.unlink()
+    unit = load(ref, settings)
+    assert unit.error == "read_error: No such file or directory"
+    assert (unit.records, unit.stat_key, unit.session_identity) == ([], None, str(path))
