@@ -50,10 +50,13 @@ class Manifest:
 
     entries: tuple[ManifestEntry, ...]
     issues: tuple[ManifestIssue, ...]
-    lines: tuple[str, ...]  # every non-blank line, in file order (for append-only checks)
 
     def sha_by_rel(self) -> dict[str, str]:
         return {e.rel: e.sha for e in self.entries}
+
+    def named_rels(self) -> set[str]:
+        """Every path a line names, bad lines included: such a path is registered (or taken)."""
+        return {e.rel for e in self.entries} | {i.rel for i in self.issues if i.rel is not None}
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -106,7 +109,6 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
     """Manifest text → entries and issues (malformed, duplicate or unsafe lines)."""
     entries: list[ManifestEntry] = []
     issues: list[ManifestIssue] = []
-    lines: list[str] = []
     seen: set[str] = set()
     # Without symlinks in the raw tree, a plain relative path (word characters, dots and
     # dashes, no component starting with a dot) cannot be unsafe: one regex decides.
@@ -115,7 +117,6 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
         line = raw_line.rstrip()
         if not line:
             continue
-        lines.append(line)
         match = plain(line) if plain is not None else None
         if match is not None:
             sha, rel, reason = match.group(1), match.group(2), None
@@ -133,7 +134,7 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
             continue
         seen.add(rel)
         entries.append(ManifestEntry(line_no, line, sha, rel))
-    return Manifest(tuple(entries), tuple(issues), tuple(lines))
+    return Manifest(tuple(entries), tuple(issues))
 
 
 _PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")

@@ -129,9 +129,7 @@ def _existing_slugs(layout: Layout) -> dict[str, str]:
 def _registered_paths(layout: Layout) -> set[str]:
     """Paths the manifest names, even if the file is gone: such a path is never reused."""
     manifest = read_manifest(layout.raw_manifest)
-    if manifest is None:
-        return set()
-    return {e.rel for e in manifest.entries} | {i.rel for i in manifest.issues if i.rel is not None}
+    return set() if manifest is None else manifest.named_rels()
 
 
 def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, source_type: str | None,
