@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
+from kbtools.kb.manifest import sha256_bytes
 from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
 from kbtools.lint.problem import Problem
@@ -34,7 +34,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
             yield Problem("raw-manifest-entry", f"invalid raw manifest entry: {issue.line} ({issue.reason})",
                           manifest_rel, issue.line_no)
         registered = manifest.sha_by_rel()
-        named = set(registered) | {i.rel for i in manifest.issues if i.rel is not None}
+        named = manifest.named_rels()
 
     on_disk = {f.rel: f for f in ctx.raw.files}
     raw_prefix = ctx.raw_prefix + "/"
@@ -44,17 +44,16 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
 
     # Files behind a symlink that leaves the raw root are never read.
     escaping = {i.rel for i in manifest.issues if i.rel} if manifest is not None else set()
-    for f in ctx.raw.files:
-        if f.rel in ctx.raw.symlinks and (f.rel in escaping or f.rel not in named):
-            escaping.add(f.rel)
+    escaping |= {f.rel for f in ctx.raw.files if f.rel in ctx.raw.symlinks and f.rel not in named}
 
     raw_root = str(layout.raw_root)
     for rel in registered:
         if rel not in on_disk and not os.path.isfile(os.path.join(raw_root, rel)):
             yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", raw_prefix + rel)
 
-    yield from _unstaged_registrations(ctx)
-    hash_scope = _hash_scope(ctx, registered)
+    new_entries = _new_entries(ctx)
+    yield from _unstaged_registrations(ctx, new_entries)
+    hash_scope = _hash_scope(ctx, registered, new_entries)
     for f in ctx.raw.files:
         if f.rel in escaping:
             continue
@@ -68,7 +67,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})",
                           raw_prefix + f.rel)
             continue
-        if check_hash and hashlib.sha256(data).hexdigest() != registered[f.rel]:
+        if check_hash and sha256_bytes(data) != registered[f.rel]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", raw_prefix + f.rel)
         if check_fields:
             yield from _raw_fields(f.rel, raw_prefix + f.rel, data)
@@ -80,7 +79,7 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
             data = read_regular(os.path.join(raw_root, rel))
         except OSError:
             continue  # missing: reported above
-        if hashlib.sha256(data).hexdigest() != registered[rel]:
+        if sha256_bytes(data) != registered[rel]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", raw_prefix + rel)
 
 
@@ -96,9 +95,8 @@ def _new_entries(ctx: LintContext) -> set[str] | None:
     return {e.rel for e in ctx.manifest.entries if e.line not in old_lines}
 
 
-def _unstaged_registrations(ctx: LintContext) -> Iterator[Problem]:
+def _unstaged_registrations(ctx: LintContext, new: set[str] | None) -> Iterator[Problem]:
     """``--staged``: a manifest line being committed must come with its file in the commit."""
-    new = _new_entries(ctx)
     if not new:
         return
     from kbtools.gitio import indexed_files
@@ -112,12 +110,12 @@ def _unstaged_registrations(ctx: LintContext) -> Iterator[Problem]:
                           raw_prefix + rel)
 
 
-def _hash_scope(ctx: LintContext, registered: dict[str, str]) -> set[str]:
+def _hash_scope(ctx: LintContext, registered: dict[str, str], new: set[str] | None) -> set[str]:
     """Registered paths whose bytes are hashed: all of them, or (``--staged``) the files the
     commit touches plus every path a newly appended manifest line names."""
     if ctx.scope is None:
         return set(registered)
-    return (set(ctx.scope.raw) | (_new_entries(ctx) or set())) & set(registered)
+    return (set(ctx.scope.raw) | (new or set())) & set(registered)
 
 
 def _raw_fields(rel: str, path: str, data: bytes) -> Iterator[Problem]:
