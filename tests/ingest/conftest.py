@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.testing.cli import Result, run_kb
-from tests.testing.sessions import Msg, assistant, user
+from tests.testing.sessions import HindsightServer, Msg, assistant, hindsight_memory_api, send_body, user
 
 # A turn with a technical signal and enough text to become a candidate.
 TECH_PROMPT = (
@@ -96,43 +96,28 @@ def env(tmp_path: Path, hermetic_env: Path) -> IngestEnv:
     )
 
 
-class FakeHindsight(BaseHTTPRequestHandler):
-    """A Hindsight API on 127.0.0.1: one bank ``team`` holding ``memories``; ``mode`` breaks it."""
+class FakeHindsight:
+    """What the ``hindsight`` fixture's API serves: one bank ``team`` holding ``memories``; ``mode`` breaks it."""
 
     mode = "ok"  # ok | 500 | garbage | hang
     memories: list[dict[str, Any]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
-        if self.mode == "500":
-            self.send_response(500)
-            self.end_headers()
-            return
-        if self.mode == "hang":
+    @classmethod
+    def handle(cls, handler: BaseHTTPRequestHandler) -> None:
+        if cls.mode == "500":
+            handler.send_response(500)
+            handler.end_headers()
+        elif cls.mode == "hang":
             threading.Event().wait(30)
-            return
-        if self.mode == "garbage":
-            body = b"<html>not json"
-        elif "/memories/list" in self.path:
-            body = json.dumps({"items": self.memories}).encode()
+        elif cls.mode == "garbage":
+            send_body(handler, b"<html>not json")
         else:
-            body = json.dumps({"banks": [{"bank_id": "team"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            hindsight_memory_api({"team": cls.memories})(handler)
 
 
 @pytest.fixture
 def hindsight() -> Iterator[tuple[str, type[FakeHindsight]]]:
-    handler = type("Handler", (FakeHindsight,), {"memories": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
+    """A Hindsight API on 127.0.0.1 and the class whose ``mode``/``memories`` a test sets."""
+    state = type("Hindsight", (FakeHindsight,), {"memories": []})
+    with HindsightServer(handler=state.handle) as server:
+        yield server.url, state

@@ -710,13 +710,17 @@ def write_claude_session(claude_dir: Path, messages: Iterable[Msg], **kwargs: An
 # --------------------------------------------------------------- Hindsight
 
 
-def send_json(handler: Any, value: Any, status: int = 200) -> None:
-    body = json.dumps(value).encode()
+def send_body(handler: Any, body: bytes, status: int = 200) -> None:
+    """``body`` as an ``application/json`` answer, whether or not it parses."""
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def send_json(handler: Any, value: Any, status: int = 200) -> None:
+    send_body(handler, json.dumps(value).encode(), status)
 
 
 def hindsight_memory_api(memories: dict[str, list[dict[str, Any]]]) -> Any:
