@@ -9,13 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.ingest.conftest import IngestEnv, read_jsonl
-from tests.testing.sessions import assistant, user, write_omp_session
+from tests.ingest.conftest import IngestEnv, read_jsonl, tech_turn
+from tests.testing.sessions import age, write_omp_session
 
 SESSIONS = 250
 # Fields that name the run, not the content.
@@ -32,11 +33,11 @@ def ledgers(out: Path) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO to hold the run at a known point")
 def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: IngestEnv, tmp_path: Path) -> None:
-    for i in range(SESSIONS):
-        write_omp_session(env.omp, [
-            user(f"Build {i}: why does the TypeScript build fail with error TS{2300 + i} after the upgrade?"),
-            assistant(f"The root cause of TS{2300 + i} is a missing path alias; the fix is to add it and rerun the tests."),
-        ], session_id=f"session-{i:03d}", dir_name=f"p{i:03d}")
+    _write_sessions(env, ((
+        f"session-{i:03d}", f"p{i:03d}",
+        f"Build {i}: why does the TypeScript build fail with error TS{2300 + i} after the upgrade?",
+        f"The root cause of TS{2300 + i} is a missing path alias; the fix is to add it and rerun the tests.",
+    ) for i in range(SESSIONS)))
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
 
@@ -85,11 +86,22 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=10)
 
 
+def _write_sessions(env: IngestEnv, sessions: Iterable[tuple[str, str, str, str]]) -> None:
+    """OMP sessions of one question and its answer: (session id, dir name, question, answer).
+
+    Each file is aged past ingest's racy-mtime window, so whether a run records a file's stat
+    version does not hang on how long the machine took between the runs being compared.
+    """
+    for session_id, dir_name, question, answer in sessions:
+        age(write_omp_session(env.omp, tech_turn(question, answer), session_id=session_id, dir_name=dir_name))
+
+
 def _grow(env: IngestEnv, pattern: str) -> None:
     for path in sorted(env.omp.glob(pattern)):
         with path.open("a") as fh:
             fh.write('{"type":"message","message":{"role":"user","content":[{"type":"text",'
                      '"text":"And the tests of the fix pass?"}]}}\n')
+        age(path)
 
 
 @pytest.mark.slow
@@ -97,11 +109,11 @@ def _grow(env: IngestEnv, pattern: str) -> None:
 def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     env: IngestEnv, tmp_path: Path, fraction: float
 ) -> None:
-    for i in range(300):
-        write_omp_session(env.omp, [
-            user(f"Job {i}: the Docker build fails with a config error after the upgrade to {i}.0."),
-            assistant(f"The root cause of job {i} is a stale cache layer; the fix is to rebuild and rerun the tests."),
-        ], session_id=f"job-{i:03d}", dir_name=f"j{i:03d}")
+    _write_sessions(env, ((
+        f"job-{i:03d}", f"j{i:03d}",
+        f"Job {i}: the Docker build fails with a config error after the upgrade to {i}.0.",
+        f"The root cause of job {i} is a stale cache layer; the fix is to rebuild and rerun the tests.",
+    ) for i in range(300)))
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
     env.run()  # an earlier complete ledger, so the killed run has prior state to rewrite
@@ -150,11 +162,11 @@ def test_crash_drill_kills_at_random_and_named_moments_and_every_rerun_recovers(
 
 
 def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv) -> None:
-    for i in range(40):
-        write_omp_session(env.omp, [
-            user(f"Why does build {i} fail with a config error after the upgrade?"),
-            assistant(f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests."),
-        ], session_id=f"lock-{i:02d}", dir_name=f"l{i:02d}")
+    _write_sessions(env, ((
+        f"lock-{i:02d}", f"l{i:02d}",
+        f"Why does build {i} fail with a config error after the upgrade?",
+        f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests.",
+    ) for i in range(40)))
     proc = subprocess.Popen([sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     lock = env.out / ".lock"
@@ -177,11 +189,11 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
 
 def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_finished(env: IngestEnv,
                                                                                        tmp_path: Path) -> None:
-    for i in range(30):
-        write_omp_session(env.omp, [
-            user(f"Deploy {i}: the release job fails with a config error after the upgrade to {i}.0."),
-            assistant(f"The root cause of deploy {i} is a stale token cache; the fix is to clear it and rerun."),
-        ], session_id=f"deploy-{i:02d}", dir_name=f"d{i:02d}")
+    _write_sessions(env, ((
+        f"deploy-{i:02d}", f"d{i:02d}",
+        f"Deploy {i}: the release job fails with a config error after the upgrade to {i}.0.",
+        f"The root cause of deploy {i} is a stale token cache; the fix is to clear it and rerun.",
+    ) for i in range(30)))
     env.run()
     _grow(env, "d0*/*.jsonl")  # ten sessions grow: the next run journals them
     reference = tmp_path / "reference"

@@ -30,6 +30,7 @@ Layouts and builders (``home`` is the hermetic ``$HOME`` of a test):
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -75,6 +76,14 @@ def write_lines(path: Path, lines: Iterable[str], *, final_newline: bool = True)
     if final_newline and text:
         text += "\n"
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+def age(path: Path, seconds: float = 3600) -> Path:
+    """Move ``path``'s mtime ``seconds`` into the past: older than any racy-mtime window, so
+    ingest trusts its (size, mtime, inode) version on every run alike."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
     return path
 
 
