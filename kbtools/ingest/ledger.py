@@ -686,7 +686,7 @@ class _BackgroundWriter:
                 continue  # failed: drain until told to stop
             try:
                 if isinstance(op, bytes):
-                    _write_all(self.fd, op)
+                    write_all(self.fd, op)
                     unsynced += len(op)
                 else:
                     unsynced += _copy_range(op[0], self.fd, op[1], op[2])
@@ -697,7 +697,8 @@ class _BackgroundWriter:
                 self._error = exc
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a write to a pipe or a file may take only part)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -715,7 +716,7 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> int:
             data = os.pread(src, end - start, start)
             if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
                 raise OSError(errno.EIO, "the candidates ledger changed while copied")
-            _write_all(dst, data)
+            write_all(dst, data)
             break
         start += done
     return total

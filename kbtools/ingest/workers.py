@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbtools.ingest.ledger import write_all
+
 # How often (seconds) :meth:`WorkerPool.pump` may look for results.
 PUMP_EVERY = 0.001
 _HEADER = struct.Struct("<Q")
@@ -148,7 +150,7 @@ class WorkerPool:
             if worker is None or sum(1 for w in self._workers if w.owed) >= limit:
                 return  # the task waits for a worker to report back
             ticket, payload = self._waiting.popleft()
-            _write_all(worker.task_fd, _HEADER.pack(len(payload)) + payload)
+            write_all(worker.task_fd, _HEADER.pack(len(payload)) + payload)
             worker.owed.append(ticket)
 
     def close(self) -> None:
@@ -202,7 +204,7 @@ def _serve(task_fd: int, result_fd: int, func: Callable[[Any], Any]) -> None:
                     reply = pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
                 except Exception:
                     reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-            _write_all(result_fd, _HEADER.pack(len(reply)) + reply)
+            write_all(result_fd, _HEADER.pack(len(reply)) + reply)
 
 
 def _read_frame(worker: _Worker) -> bytes:
@@ -221,12 +223,6 @@ def _read_exact(worker: _Worker, size: int) -> bytes:
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _close(fd: int) -> None:
