@@ -92,8 +92,3 @@ def _spaceless_char() -> re.Pattern[str]:
     # Compiled on first non-ASCII text, not at import: 3-4 ms that a run
     # without such text (and every command that only imports this) never needs.
     return re.compile(f"[{_SPACELESS}]")
-
-
-def normalised(text: str) -> str:
-    """The normal form as one string (what the body hash covers)."""
-    return b" ".join(tokens(text)).decode("utf-8", "surrogatepass")
