@@ -50,14 +50,16 @@ def is_artifact_path(layout: Layout, rel_path: str) -> bool:
 
 def current_artifact_files(layout: Layout) -> Iterator[Path]:
     """The notes and skills in the working tree, each once, in a stable order."""
-    found: set[Path] = set()
-    if layout.note_root.is_dir():
-        for path in layout.note_root.rglob("*.md"):
-            rel = path.relative_to(layout.note_root).parts
-            if not any(part.startswith(".") for part in rel) and path.is_file():
-                found.add(path)
+    found: set[Path] = set(markdown_files(layout.note_root)) if layout.note_root.is_dir() else set()
     for pattern in layout.config.derived.skills:
         for path in layout.root.glob(pattern):
             if path.is_file():
                 found.add(path)
     yield from sorted(found)
+
+
+def markdown_files(folder: Path) -> Iterator[Path]:
+    """Every ``.md`` file under ``folder``, none inside a dot-folder (``.obsidian``, ``.git``)."""
+    for path in folder.rglob("*.md"):
+        if not any(part.startswith(".") for part in path.relative_to(folder).parts) and path.is_file():
+            yield path

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kbtools.derived.artifacts import is_artifact_path
+from kbtools.derived.artifacts import is_artifact_path, markdown_files
 from kbtools.derived.index import Artifact
 from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.derived.shingles import SHINGLE_PARAMS, body_hash, pack, shingle_hashes, unpack
@@ -219,10 +219,7 @@ def files_at(layout: Layout, paths: Iterable[Path]) -> list[tuple[str, bytes]]:
         except ValueError:
             raise KbError("not inside the knowledge base", str(given)) from None
         if path.is_dir():
-            members = sorted(
-                p for p in path.rglob("*.md")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            members = sorted(markdown_files(path))
         elif path.is_file():
             members = [path]
         else:
