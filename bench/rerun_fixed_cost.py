@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import RUN_ENV  # noqa: E402
 from corpus import ingest_flags  # noqa: E402
 
 INGEST_MODULES = (
@@ -98,9 +99,7 @@ def _run(python: str, code: str, *args: str, env: dict[str, str] | None = None) 
 
 
 def _cached_env(scratch: Path) -> dict[str, str]:
-    cached = dict(os.environ, PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
-    cached.pop("PYTHONDONTWRITEBYTECODE", None)
-    return cached
+    return {**RUN_ENV, "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
 
 
 def measure_imports(python: str, runs: int, scratch: Path) -> None:
