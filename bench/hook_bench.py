@@ -16,7 +16,6 @@ The budget (SPEC §9) is 300 ms wall for the staged hook, interpreter start incl
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import bench_git  # noqa: E402
+from benchenv import RUN_ENV, bench_git  # noqa: E402
 from lint_bench import best_of, generate_kb, stage_note_and_log, stage_three_changes  # noqa: E402
 
 
@@ -46,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         # convention wants); stage that too so every timed run is the steady state.
         subprocess.run([*kb, "hooks", "run", "pre-commit"], cwd=root, capture_output=True)
         bench_git(root, "add", "-A")
-        os.environ["KB"] = " ".join(kb)
+        env = {**RUN_ENV, "KB": " ".join(kb)}  # the hook script runs $KB when set; kb need not be on PATH
         rows = [
-            ("kb lint --staged", best_of(args.runs, [*kb, "lint", "--staged"], root)),
-            ("kb hooks run pre-commit", best_of(args.runs, [*kb, "hooks", "run", "pre-commit"], root)),
-            ("sh .kb/hooks/pre-commit (as git runs it)", best_of(args.runs, ["sh", ".kb/hooks/pre-commit"], root)),
+            ("kb lint --staged", best_of(args.runs, [*kb, "lint", "--staged"], root, env)),
+            ("kb hooks run pre-commit", best_of(args.runs, [*kb, "hooks", "run", "pre-commit"], root, env)),
+            ("sh .kb/hooks/pre-commit (as git runs it)", best_of(args.runs, ["sh", ".kb/hooks/pre-commit"], root, env)),
         ]
     print(f"KB: {args.raws} raw files, {args.notes} notes; 5 staged changes; best of {args.runs}")
     for name, seconds in rows:

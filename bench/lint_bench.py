@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -113,12 +114,12 @@ def stage_note_and_log(root: Path) -> None:
     bench_git(root, "add", "-A")
 
 
-def best_of(runs: int, argv: list[str], cwd: Path) -> float:
+def best_of(runs: int, argv: list[str], cwd: Path, env: Mapping[str, str] = RUN_ENV) -> float:
     """Least wall time of ``runs`` runs after one warm-up run; each timed run must exit 0."""
     best = float("inf")
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=RUN_ENV)  # warm-up
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)  # warm-up
     for _ in range(runs):
-        elapsed, proc = timed_run(argv, cwd)
+        elapsed, proc = timed_run(argv, cwd, env)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
         best = min(best, elapsed)
