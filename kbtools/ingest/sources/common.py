@@ -437,6 +437,11 @@ def remove_tagged_blocks(text: str, tag: str) -> str:
     return "".join(kept)
 
 
+def compact_json(value: Any) -> str:
+    """``value`` as JSON without spaces or escapes: the form a content hash is taken of."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def make_record(role: str, text: str, created: Any, index: int) -> Record:
     return Record(role=role, text=text, created_at=iso_time(created), index=index)
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from kbtools.ingest.hashing import iso_time, sha256_hex
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources.common import make_record, text_of
+from kbtools.ingest.sources.common import compact_json, make_record, text_of
 
 TOOL = "hindsight"
 PAGE_SIZE = 500
@@ -48,13 +48,12 @@ class HindsightUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Memory:
-    base: str
+    """A listed memory, with what discovery already derived from it."""
+
     bank_id: str
+    memory_id: str
     item: dict[str, Any]
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    content_hash: str  # sha256 of the item's compact JSON
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -102,10 +101,10 @@ def _memories(client: _Client, base: str, bank_id: str) -> Iterator[SourceRef]:
 
 
 def _memory_ref(base: str, bank_id: str, item: dict[str, Any]) -> SourceRef:
-    content_hash = sha256_hex(canonical_json(item))
+    memory = Memory(bank_id, _memory_id(item), item, sha256_hex(compact_json(item)))
     return SourceRef(
-        TOOL, "memory", "api", f"{base}\0{bank_id}\0{_memory_id(item)}",
-        stat_key=(content_hash,), payload=Memory(base, bank_id, item),
+        TOOL, "memory", "api", f"{base}\0{bank_id}\0{memory.memory_id}",
+        stat_key=(memory.content_hash,), payload=memory,
     )
 
 
@@ -138,11 +137,11 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         record_type="memory",
         format="api",
         source_identity=ref.locator,
-        session_identity=_memory_id(item),
+        session_identity=memory.memory_id,
         project_identity=memory.bank_id,
         created_at=created,
         updated_at=updated,
-        content_hash=sha256_hex(canonical_json(item)),
+        content_hash=memory.content_hash,
         records=[make_record("assistant", text, created, 0)] if text.strip() else [],
         stat_key=ref.stat_key,
     )

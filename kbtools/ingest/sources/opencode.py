@@ -46,6 +46,7 @@ from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
     ProseBudget,
+    compact_json,
     error_unit,
     make_record,
     read_error,
@@ -263,7 +264,7 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
             conn.execute("COMMIT")
             return _failed(ref, session.session_id, session.project, "opencode_session_vanished")
         session_row = dict(zip(names, row))
-        digest.update(json.dumps(session_row, separators=(",", ":"), ensure_ascii=False).encode())
+        digest.update(compact_json(session_row).encode())
         messages: dict[str, tuple[str, Any, int] | None] = {}
         for index, (message_id, created, data) in enumerate(conn.execute(
             "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
