@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.testing.gitrepo import git, init_repo
+from tests.testing.gitrepo import commit_all, git, init_repo, write
 
 RAW_DIR = "src/content/raw"
 MANIFEST = "src/content/raw/.manifest.sha256"
@@ -52,6 +52,10 @@ def yaml_list(key: str, items: Sequence[str], style: str) -> str:
     raise ValueError(f"unknown list style {style!r}")
 
 
+def default_title(slug: str) -> str:
+    return slug.replace("-", " ").title()
+
+
 def raw_text(
     slug: str,
     *,
@@ -65,7 +69,7 @@ def raw_text(
 ) -> str:
     """A raw evidence file in the reference shape; ``omit`` drops frontmatter fields."""
     fields = {
-        "title": f'"{title or slug.replace("-", " ").title()}"',
+        "title": f'"{title or default_title(slug)}"',
         "capturedAt": captured_at,
         "sourceType": source_type,
         "sourceUrl": source_url or f"https://example.com/{slug}",
@@ -89,13 +93,12 @@ def note_text(
     extra: str = "",
 ) -> str:
     """A wiki note in the reference shape; ``None`` for kind/status omits the field."""
-    head = f'title: "{title or slug.replace("-", " ").title()}"\ntimestamp: 2026-08-08 00:00:00+00:00\nseries: kb\n'
+    head = f'title: "{title or default_title(slug)}"\ntimestamp: 2026-08-08 00:00:00+00:00\nseries: kb\n'
     if kind is not None:
         head += f"kind: {kind}\n"
     if status is not None:
         head += f"status: {status}\n"
-    if sources is not None:
-        head += yaml_list("sources", list(sources), list_style)
+    head += yaml_list("sources", list(sources), list_style)
     head += yaml_list("related", list(related), list_style)
     head += extra
     text = body if body is not None else f"# {slug}\n\nA note about {slug}.\n"
@@ -111,7 +114,6 @@ class Kb:
     raw: dict[str, str] = field(default_factory=dict)  # slug -> locale
     notes: dict[str, dict] = field(default_factory=dict)  # slug -> {title, status, kind, locale}
     log_entries: list[tuple[str, str, str]] = field(default_factory=list)
-    is_git: bool = True
 
     # -- paths ------------------------------------------------------------
     @property
@@ -145,7 +147,7 @@ class Kb:
                 **fields: object) -> Path:
         """Write a raw file (``raw_text`` fields as keywords) and, if ``register``, its manifest line."""
         locale = locale or self.locale
-        path = self.raw_root / locale / f"{slug}.md"
+        path = self.raw_path(slug, locale)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = text if text is not None else raw_text(slug, **fields)  # type: ignore[arg-type]
         path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
@@ -170,13 +172,12 @@ class Kb:
         locale = locale or self.locale
         if sources is None:
             sources = [next(iter(self.raw))] if self.raw else []
-        path = self.note_root / locale / f"{slug}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(note_text(slug, title=title, kind=kind, status=status, sources=sources, related=related,
-                                  list_style=list_style, body=body, extra=extra), encoding="utf-8")
+        text = note_text(slug, title=title, kind=kind, status=status, sources=sources, related=related,
+                         list_style=list_style, body=body, extra=extra)
+        path = write(self.note_path(slug, locale), text)
         if locale == self.locale:
             plain_status = status.strip("\"'") if status else status  # a quoted YAML status is the same status
-            self.notes[slug] = {"title": title or slug.replace("-", " ").title(), "status": plain_status, "kind": kind}
+            self.notes[slug] = {"title": title or default_title(slug), "status": plain_status, "kind": kind}
         return path
 
     def write_index(self, *, skip_notes: Sequence[str] = (), skip_raw: Sequence[str] = ()) -> Path:
@@ -191,9 +192,7 @@ class Kb:
         for slug in sorted(self.raw):
             if slug not in skip_raw:
                 lines.append(f"| `{slug}` | gist | https://example.com/{slug} | 摘要 |")
-        self.index.parent.mkdir(parents=True, exist_ok=True)
-        self.index.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return self.index
+        return write(self.index, "\n".join(lines) + "\n")
 
     def append_log(self, date: str, op: str, title: str, *, text: str = "Entry text.") -> Path:
         self.log_entries.append((date, op, title))
@@ -210,9 +209,7 @@ class Kb:
 
     def commit(self, message: str = "kb change") -> str:
         """Stage everything and commit (hooks bypassed); returns the new HEAD sha."""
-        self.git("add", "-A")
-        self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message)
-        return self.head()
+        return commit_all(self.root, message)
 
     def stage(self, *paths: Path) -> None:
         self.git("add", "--", *(str(p) for p in paths))
@@ -239,9 +236,8 @@ def make_kb(
     path.mkdir(parents=True, exist_ok=True)
     if git:
         init_repo(path)
-    kb = Kb(root=path, locale=locale, is_git=git)
-    kb.manifest.parent.mkdir(parents=True, exist_ok=True)
-    kb.manifest.write_text("", encoding="utf-8")
+    kb = Kb(root=path, locale=locale)
+    write(kb.manifest, "")
     raw_slugs = [f"source-{i}" for i in range(1, raws + 1)]
     for slug in raw_slugs:
         kb.add_raw(slug)
