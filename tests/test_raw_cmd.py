@@ -9,9 +9,7 @@ from ruamel.yaml import YAML
 
 from kbtools.kb.raw_add import slug_from_filename
 from tests.testing.cli import run_kb
-from tests.testing.kbfactory import make_kb
-
-MANIFEST = "src/content/raw/.manifest.sha256"
+from tests.testing.kbfactory import MANIFEST, make_kb
 
 
 def _frontmatter(path):
