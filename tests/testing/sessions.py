@@ -38,6 +38,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from tests.testing.gitrepo import write
+
 START = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
 DEFAULT_CWD = "/home/alice/work/project"
 
@@ -71,12 +73,12 @@ def dumps(obj: Any) -> str:
 
 
 def write_lines(path: Path, lines: Iterable[str], *, final_newline: bool = True) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines)
-    if final_newline and text:
-        text += "\n"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write(path, text + "\n" if final_newline and text else text)
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice("0123456789abcdef") for _ in range(n))
 
 
 def age(path: Path, seconds: float = 3600) -> Path:
@@ -156,10 +158,10 @@ class OmpSession(_Conversation):
         self._last: str | None = None
 
     def _uuid(self) -> str:
-        return "019f" + "".join(self._rng.choice("0123456789abcdef") for _ in range(28))
+        return "019f" + _hex(self._rng, 28)
 
     def _id(self) -> str:
-        return "".join(self._rng.choice("0123456789abcdef") for _ in range(8))
+        return _hex(self._rng, 8)
 
     def entry(self, body: dict[str, Any], *, parent: Any = _LAST) -> str:
         moment = self._clock.tick()
@@ -294,7 +296,7 @@ class CodexSession(_Conversation):
         inject: bool = True,
     ) -> None:
         rng = random.Random(seed)
-        self.session_id = session_id or "0199" + "".join(rng.choice("0123456789abcdef") for _ in range(28))
+        self.session_id = session_id or "0199" + _hex(rng, 28)
         self.cwd = cwd
         self.started = started
         self._clock = _Clock(started)
@@ -632,7 +634,7 @@ class ClaudeSession(_Conversation):
         self._messages = 0
 
     def _uuid(self) -> str:
-        h = "".join(self._rng.choice("0123456789abcdef") for _ in range(32))
+        h = _hex(self._rng, 32)
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
 
     def line(self, kind: str, message: dict[str, Any] | None = None, **extra: Any) -> str:
