@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.testing.cli import Result, run_kb
+from tests.testing.cli import Result, kb_command, run_kb
 from tests.testing.sessions import HindsightServer, Msg, assistant, hindsight_memory_api, send_body, user
 
 # A turn with a technical signal and enough text to become a candidate.
@@ -63,6 +63,10 @@ class IngestEnv:
             *(() if "--hindsight-url" in extra else ("--skip-hindsight",)),
             *(["--write"] if write else []), *extra,
         ]
+
+    def command(self, *extra: str) -> list[str]:
+        """`kb ingest --write` as a child process's command line."""
+        return kb_command(*self.args(*extra))
 
     def run(self, *extra: str, write: bool = True) -> tuple[dict[str, Any], Result]:
         result = run_kb(*self.args(*extra, write=write))

@@ -48,10 +48,7 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
     fifo = fifo_dir / "live.jsonl"
     os.mkfifo(fifo)
     # Two workers: the one stuck on the FIFO must die with the run and not keep its lock.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kbtools", *env.args("--jobs", "2")], stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = subprocess.Popen(env.command("--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     partial = env.out / "manifest.partial.jsonl"
     try:
         deadline = time.monotonic() + 60
@@ -119,12 +116,10 @@ def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     env.run()  # an earlier complete ledger, so the killed run has prior state to rewrite
     _grow(env, "j[01]*/*.jsonl")  # a third of the sessions grow
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "kbtools", *env.args("--output-dir", str(reference_out))],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(env.command("--output-dir", str(reference_out)), check=True, stdout=subprocess.DEVNULL)
     duration = time.monotonic() - started
 
-    proc = subprocess.Popen([sys.executable, "-m", "kbtools", *env.args()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(env.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(duration * fraction)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
@@ -167,8 +162,7 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
         f"Why does build {i} fail with a config error after the upgrade?",
         f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests.",
     ) for i in range(40)))
-    proc = subprocess.Popen([sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(env.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     lock = env.out / ".lock"
     try:
         deadline = time.monotonic() + 30
@@ -176,8 +170,7 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
             time.sleep(0.005)
         proc.send_signal(signal.SIGSTOP)  # holding the lock, frozen
         assert lock.read_text().strip() == str(proc.pid)
-        busy = subprocess.run([sys.executable, "-m", "kbtools", *env.args()], capture_output=True, text=True,
-                              timeout=30)
+        busy = subprocess.run(env.command(), capture_output=True, text=True, timeout=30)
         assert busy.returncode == 2 and f"(pid {proc.pid})" in busy.stderr
     finally:
         _kill(proc)
@@ -201,7 +194,7 @@ def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_fini
     env.run("--output-dir", str(reference))
     env.run("--output-dir", str(reference))  # a kill after the commit makes the rerun a second run
 
-    killed = subprocess.run([sys.executable, "-m", "kbtools", *env.args()], stdout=subprocess.DEVNULL,
+    killed = subprocess.run(env.command(), stdout=subprocess.DEVNULL,
                             env={**os.environ, "KB_TEST_CRASH_AT": "unlink-manifest"})
     assert killed.returncode == -signal.SIGKILL
     assert not (env.out / "manifest.partial.jsonl").exists() and (env.out / "candidates.partial.jsonl").exists()

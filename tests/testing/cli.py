@@ -38,13 +38,18 @@ def run_kb(*args: str, cwd: Path | None = None, stdin: str | None = None) -> Res
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def kb_command(*args: str) -> list[str]:
+    """The command line of `kb` as a child process: this interpreter's `python -m kbtools`."""
+    return [sys.executable, "-m", "kbtools", *args]
+
+
 def run_kb_process(
     *args: str, cwd: Path, stdin: str | bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
     """Subprocess: `python -m kbtools ...`."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
     proc = subprocess.run(
-        [sys.executable, "-m", "kbtools", *args], cwd=cwd, input=data, stdout=subprocess.PIPE,
+        kb_command(*args), cwd=cwd, input=data, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
