@@ -31,6 +31,11 @@ class GradedArtifact:
     records: dict[str, tuple[str, ...]]  # grade → records
 
 
+def page_body(page: str) -> str:
+    """A page without its frontmatter: what turns up when the page is pasted back."""
+    return page.split("---\n", 2)[2]
+
+
 INFRA_SKILL = """\
 ---
 name: infra-root-causes
@@ -83,7 +88,7 @@ INFRA = GradedArtifact(
     path="skills/infra-root-causes/SKILL.md",
     text=INFRA_SKILL,
     records={
-        "verbatim": (INFRA_SKILL.split("---\n", 2)[2],),
+        "verbatim": (page_body(INFRA_SKILL),),
         "reformatted": (
             INFRA_BODY_REFORMATTED,
             # Re-fenced with another language, re-wrapped into one paragraph per step, emphasis dropped.
@@ -172,7 +177,7 @@ Things to remember:
 - Open read-only connections with `mode=ro` only if the `-shm` file can be created or already exists.
 """
 
-WAL_BODY = WAL_PAGE.split("---\n", 2)[2]
+WAL_BODY = page_body(WAL_PAGE)
 
 WAL = GradedArtifact(
     slug="sqlite-wal-mode",
@@ -254,7 +259,7 @@ JA = GradedArtifact(
     path="src/content/note/ja/release-procedure.md",
     text=JA_NOTE,
     records={
-        "verbatim": (JA_NOTE.split("---\n", 2)[2],),
+        "verbatim": (page_body(JA_NOTE),),
         "reformatted": (
             "## リリース手順\n\n- リリースの前に必ずステージング環境で結合テストを実行し、結果をチャンネルに共有すること。\n"
             "- 本番への反映は平日の午前中に限り、金曜日の午後は原則として反映しない。\n"
