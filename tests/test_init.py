@@ -25,6 +25,11 @@ def _utc_today() -> str:
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
+def _hooks_repo(kb: Path) -> dict:
+    """The first (only) repo entry of the KB's `.pre-commit-config.yaml`."""
+    return YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+
+
 def test_init_writes_layout_contract_empty_manifest_index_log_and_hook_config(tmp_path):
     kb = tmp_path / "kb"
     result = run_kb("init", str(kb))
@@ -37,7 +42,7 @@ def test_init_writes_layout_contract_empty_manifest_index_log_and_hook_config(tm
     log = (kb / "src/content/information/en/kb-log.md").read_text()
     assert f"## [{_utc_today()}] init | " in log
     assert ".agent/" in (kb / ".gitignore").read_text().splitlines()
-    hooks = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    hooks = _hooks_repo(kb)
     assert [h["id"] for h in hooks["hooks"]] == list(scaffold.ENABLED_HOOK_IDS)
     assert hooks["repo"] == scaffold.HOOKS_REPO_PLACEHOLDER
 
@@ -119,7 +124,7 @@ def test_init_rejects_a_malformed_locale(tmp_path, locale):
 def test_local_hooks_config_runs_kb_of_the_environment(tmp_path):
     kb = tmp_path / "kb"
     assert run_kb("init", str(kb), "--local-hooks").code == 0
-    repo = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    repo = _hooks_repo(kb)
     assert repo["repo"] == "local"
     entries = {h["id"]: h["entry"] for h in repo["hooks"]}
     assert entries == {h.id: h.entry for h in scaffold.FRAMEWORK_HOOKS if h.id in scaffold.ENABLED_HOOK_IDS}
@@ -129,7 +134,7 @@ def test_local_hooks_config_runs_kb_of_the_environment(tmp_path):
 def test_hooks_repo_and_rev_options_fill_the_remote_config(tmp_path):
     kb = tmp_path / "kb"
     assert run_kb("init", str(kb), "--hooks-repo", "https://example.org/kbtools", "--hooks-rev", "v9").code == 0
-    repo = YAML(typ="safe").load((kb / ".pre-commit-config.yaml").read_text())["repos"][0]
+    repo = _hooks_repo(kb)
     assert (repo["repo"], repo["rev"]) == ("https://example.org/kbtools", "v9")
 
 
