@@ -11,7 +11,7 @@ from pathlib import Path
 from kbtools.kb.frontmatter import FrontmatterError
 from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
-from kbtools.lint.notes import INLINE_LINK, site_note_target, strip_brackets
+from kbtools.lint.notes import FENCE, INLINE_LINK, site_note_target, strip_brackets
 from kbtools.lint.problem import Problem
 from kbtools.lint.raw import append_only_violations
 
@@ -19,7 +19,6 @@ LISTED_STATUSES = ("active", "provisional")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _DATED_ENTRY = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] .+")
 _LEVEL2 = re.compile(r"^## ")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _REFERENCE_DEF_ML = re.compile(r"^ {0,3}\[(?!\^)[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)", re.MULTILINE)
 
 
@@ -139,7 +138,7 @@ def log_entries(text: str) -> list[LogEntry]:
             entries[-1] = LogEntry(entries[-1].heading, entries[-1].date, entries[-1].line, "\n".join(current))
 
     for line_no, line in enumerate(lines, start=1):
-        fence_match = _FENCE.match(line)
+        fence_match = FENCE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0]:
                 fence = None
@@ -184,9 +183,10 @@ def _check_log(ctx: LintContext) -> list[Problem]:
             old, new = step.text("old", log_rel), step.text("new", log_rel)
             if status is None or status.status[0] != "M" or old is None or new is None:
                 continue
-            old_entries = {e.text: e.heading for e in log_entries(old)}
-            changed = append_only_violations([e.text for e in log_entries(old)], [e.text for e in log_entries(new)])
+            before = log_entries(old)
+            heading_of = {e.text: e.heading for e in before}
+            changed = append_only_violations([e.text for e in before], [e.text for e in log_entries(new)])
             for entry_text in changed:
-                problems.append(Problem("log-entries", f"{name} history rewritten: {old_entries[entry_text]}"
+                problems.append(Problem("log-entries", f"{name} history rewritten: {heading_of[entry_text]}"
                                         f"{ctx.step_label(step)}", log_rel))
     return problems

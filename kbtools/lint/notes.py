@@ -19,7 +19,7 @@ INLINE_LINK = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]+)")
 # `[label]: target` reference definitions (not footnotes `[^1]: …`).
 _REFERENCE_DEF = re.compile(r"^ {0,3}\[(?!\^)[^\]]+\]:\s*(<[^>\n]*>|\S+)")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # `/note/<slug>` or `/<locale>/note/<slug>` (site links), optional trailing slash.
 _SITE_NOTE = re.compile(r"^/(?:([^/]+)/)?note/(.+?)/?$")
@@ -73,7 +73,7 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
     """``(line, target)`` of every inline link, image and reference definition outside code."""
     fence: str | None = None
     for offset, line in enumerate(body.split("\n")):
-        match = _FENCE.match(line)
+        match = FENCE.match(line)
         if fence is not None:
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
                 fence = None
