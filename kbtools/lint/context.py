@@ -48,7 +48,7 @@ class LintContext:
     def rel(self, path: Path) -> str:
         return self.layout.rel(path)
 
-    # Cached: the per-note checks build every problem path from it (12,000 Path.relative_to otherwise).
+    # Cached: the notes check builds every note's problem path from it (a Path.relative_to per note otherwise).
     @cached_property
     def raw_prefix(self) -> str:
         return self.rel(self.layout.raw_root)
