@@ -74,7 +74,7 @@ def install(start: Path, *, path: str | None = None, force: bool = False) -> Hoo
     if current is None and not force:
         _refuse_active_git_hooks(repo)
     script = repo / hooks_dir / HOOK_NAME
-    written = not (script.is_file() and script.read_bytes() == PRE_COMMIT_SCRIPT.encode())
+    written = not _is_kb_hook(script)
     if written:
         if script.is_dir() or (script.exists() and not force):
             raise KbError("a different pre-commit hook exists (--force replaces it)", str(script))
@@ -91,8 +91,7 @@ def uninstall(start: Path) -> str | None:
     current = configured_hooks_path(repo)
     if current is None:
         return None
-    script = repo / current / HOOK_NAME
-    if not (script.is_file() and script.read_bytes() == PRE_COMMIT_SCRIPT.encode()):
+    if not _is_kb_hook(repo / current / HOOK_NAME):
         raise KbError(f"core.hooksPath '{current}' is not a kb hooks folder; leaving it alone", str(repo))
     git(["config", "--local", "--unset", "core.hooksPath"], repo)
     return current
@@ -111,10 +110,12 @@ def _repo(start: Path) -> Path:
 
 
 def _default_hooks_dir(repo: Path) -> str:
-    shipped = repo / REPO_HOOKS_DIR / HOOK_NAME
-    if shipped.is_file() and shipped.read_bytes() == PRE_COMMIT_SCRIPT.encode():
-        return REPO_HOOKS_DIR
-    return DEFAULT_HOOKS_DIR
+    return REPO_HOOKS_DIR if _is_kb_hook(repo / REPO_HOOKS_DIR / HOOK_NAME) else DEFAULT_HOOKS_DIR
+
+
+def _is_kb_hook(script: Path) -> bool:
+    """``script`` is this exact hook script (so it may be kept, reused or uninstalled)."""
+    return script.is_file() and script.read_bytes() == PRE_COMMIT_SCRIPT.encode()
 
 
 def _refuse_active_git_hooks(repo: Path) -> None:
