@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kbtools.cli.common import RootOption
+
+if TYPE_CHECKING:
+    from kbtools.lint.engine import LintReport
+    from kbtools.lint.problem import Problem
 
 FORMATS = ("text", "json", "github")
 
@@ -63,11 +68,8 @@ def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     return chosen
 
 
-def render(report: object, output_format: str) -> str:
+def render(report: LintReport, output_format: str) -> str:
     """The report as text (reference wording), JSON, or GitHub annotations."""
-    from kbtools.lint.engine import LintReport
-
-    assert isinstance(report, LintReport)
     if output_format == "json":
         import json
 
@@ -85,9 +87,14 @@ def render(report: object, output_format: str) -> str:
     if report.ok:
         return (f"KB lint passed: {report.raw_count} raw source(s), {report.note_count} wiki page(s), "
                 "canonical index/log present.\n")
-    count = len(report.problems)
-    lines = [f"KB lint failed ({count} issue{'' if count == 1 else 's'})"]
-    lines += [f"- {p.message}" for p in report.problems]
+    return failure_text("KB lint", report.problems)
+
+
+def failure_text(command: str, problems: Sequence[Problem]) -> str:
+    """``<command> failed (N issues)`` and one ``- <message>`` line per problem."""
+    count = len(problems)
+    lines = [f"{command} failed ({count} issue{'' if count == 1 else 's'})"]
+    lines += [f"- {p.message}" for p in problems]
     return "\n".join(lines) + "\n"
 
 

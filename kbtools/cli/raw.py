@@ -47,22 +47,16 @@ def register(app: typer.Typer) -> None:
         """Manifest checks only: manifest present and well-formed, every raw file registered, hashes match,
         every entry exists, raw frontmatter complete. No git: works on an export or tarball too (`kb lint` adds
         the history checks)."""
-        from kbtools.cli.lint import render
-        from kbtools.lint.engine import LintReport
-        from kbtools.lint.problem import sort_key
-        from kbtools.kb.raw_add import verify_problems
+        from kbtools.cli.lint import failure_text, render
+        from kbtools.kb.raw_add import verify_raw
 
         check_format(output_format, ("text", "json"))
         _, layout = open_kb(root)
-        problems, raw_count = verify_problems(layout)
-        report = LintReport(tuple(sorted(set(problems), key=sort_key)), raw_count, 0)
+        report = verify_raw(layout)
         if output_format == "json":
             print(render(report, "json"), end="")
         elif report.ok:
-            print(f"KB raw verify passed: {raw_count} raw source(s) match {layout.rel(layout.raw_manifest)}.")
+            print(f"KB raw verify passed: {report.raw_count} raw source(s) match {layout.rel(layout.raw_manifest)}.")
         else:
-            count = len(report.problems)
-            print(f"KB raw verify failed ({count} issue{'' if count == 1 else 's'})", file=sys.stderr)
-            for problem in report.problems:
-                print(f"- {problem.message}", file=sys.stderr)
+            print(failure_text("KB raw verify", report.problems), end="", file=sys.stderr)
         raise typer.Exit(0 if report.ok else 1)

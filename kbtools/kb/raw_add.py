@@ -25,13 +25,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import append_manifest_line, read_manifest, sha256_bytes
 from kbtools.kb.tree import scan_layer
-from kbtools.lint.problem import Problem
+
+if TYPE_CHECKING:
+    from kbtools.lint.engine import LintReport
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -241,11 +244,11 @@ def _write_new(path: Path, data: bytes) -> None:
         raise KbError("raw file already exists; raw evidence is never overwritten", str(path)) from None
 
 
-def verify_problems(layout: Layout) -> tuple[list[Problem], int]:
+def verify_raw(layout: Layout) -> LintReport:
     """Checks 1-5 and 8 of `kb lint` (manifest, files, hashes, frontmatter), without git."""
     from kbtools.lint.context import build_context
-    from kbtools.lint.history import LintMode
+    from kbtools.lint.engine import LintMode, lint_report
     from kbtools.lint.raw import check_raw
 
     ctx = build_context(layout, LintMode(), frozenset())  # no family needing git: no history loaded
-    return check_raw(ctx), len(ctx.raw.files)
+    return lint_report(check_raw(ctx), len(ctx.raw.files), 0)

@@ -10,7 +10,7 @@ from kbtools.lint.context import LintContext, build_context
 from kbtools.lint.history import LintMode
 from kbtools.lint.problem import FAMILIES, Problem, sort_key
 
-__all__ = ["FAMILIES", "LintMode", "LintReport", "changed_lines", "run_lint"]
+__all__ = ["FAMILIES", "LintMode", "LintReport", "changed_lines", "lint_report", "run_lint"]
 
 ChangedLines = list[tuple[str, list[tuple[int, str]]]]
 
@@ -46,9 +46,14 @@ def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str
         problems += check_index_log(ctx)
     if "secrets" in selected and ctx.repo.usable:
         problems += _check_secrets(ctx)
-    unique = sorted(set(problems), key=sort_key)
     notices = (ctx.notice,) if ctx.notice else ()
-    return LintReport(tuple(unique), len(ctx.raw.files), len(ctx.notes.files), notices)
+    return lint_report(problems, len(ctx.raw.files), len(ctx.notes.files), notices)
+
+
+def lint_report(problems: Iterable[Problem], raw_count: int, note_count: int,
+                notices: tuple[str, ...] = ()) -> LintReport:
+    """A report of ``problems`` deduplicated and in report order (check number, path, line)."""
+    return LintReport(tuple(sorted(set(problems), key=sort_key)), raw_count, note_count, notices)
 
 
 def _check_secrets(ctx: LintContext) -> list[Problem]:
