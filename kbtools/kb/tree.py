@@ -50,9 +50,6 @@ class Layer:
             result.setdefault(f.locale, {})[f.slug] = f
         return result
 
-    def rels(self) -> frozenset[str]:
-        return frozenset(f.rel for f in self.files)
-
 
 def scan_layer(root: Path) -> Layer:
     """Every ``*.md`` file under ``root`` (not drafts, not hidden), sorted by path."""
