@@ -11,6 +11,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class GitFailed(Exception):
@@ -27,13 +28,16 @@ def _env() -> dict[str, str]:
     return env
 
 
-def git_bytes(args: list[str], cwd: Path, *, check: bool = True) -> bytes:
+def _run(args: list[str], cwd: Path, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """git ``args`` with ``data`` (or nothing) on stdin; OSError when git cannot be started."""
+    feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}
+    return subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), **feed)
+
+
+def git_bytes(args: list[str], cwd: Path, *, check: bool = True, data: bytes | None = None) -> bytes:
     """Run git and return stdout bytes; raise GitFailed on error when check."""
     try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, env=_env(),
-        )
+        proc = _run(args, cwd, data)
     except OSError as exc:  # git not installed
         raise GitFailed(args, 127, str(exc)) from None
     if check and proc.returncode != 0:
@@ -95,10 +99,7 @@ class RepoState:
 def repo_state(root: Path) -> RepoState:
     """One git call: is ``root`` in a work tree, and which commit is HEAD?"""
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree", "--verify", "-q", "HEAD"], cwd=root,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(),
-        )
+        proc = _run(["rev-parse", "--is-inside-work-tree", "--verify", "-q", "HEAD"], root)
     except OSError:
         return RepoState(False, reason="git is not installed")
     lines = proc.stdout.decode("utf-8", "replace").split()
@@ -107,8 +108,8 @@ def repo_state(root: Path) -> RepoState:
     return RepoState(True, head=lines[1] if proc.returncode == 0 and len(lines) > 1 else None)
 
 
-def _quiet_paths_env() -> list[str]:
-    return ["-c", "core.quotepath=off", "-c", "diff.renames=true"]
+# Paths printed as they are (not C-quoted), renames detected whatever the user's config says.
+_QUIET_PATHS = ["-c", "core.quotepath=off", "-c", "diff.renames=true"]
 
 
 def _parse_name_status(tokens: list[str]) -> list[FileStatus]:
@@ -137,7 +138,7 @@ def diff_status(root: Path, *, staged: bool, base: str | None, paths: list[str])
     if staged:
         args.append("--cached")
     args += [base or EMPTY_TREE, "--", *paths]
-    out = git(_quiet_paths_env() + args, root)
+    out = git(_QUIET_PATHS + args, root)
     return _parse_name_status(out.split("\0"))
 
 
@@ -148,7 +149,7 @@ def commit_changes(root: Path, rev_range: str, paths: list[str]) -> list[CommitC
     later commit undid, so an edit cannot hide behind its own revert.
     """
     out = git(
-        _quiet_paths_env()
+        _QUIET_PATHS
         + ["log", "-z", "--reverse", "--full-history", "--format=%x01%H %P", "--name-status", "-M",
            "--diff-merges=first-parent", *_DIFF_FLAGS, rev_range, "--", *paths],
         root,
@@ -166,16 +167,8 @@ def read_blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
     """``git cat-file --batch`` for ``<rev>:./<path>`` / ``:./<path>`` specs; None when missing."""
     if not specs:
         return {}
-    try:
-        proc = subprocess.run(
-            ["git", "cat-file", "--batch"], cwd=root, input="".join(s + "\n" for s in specs).encode("utf-8"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-        )
-    except OSError as exc:
-        raise GitFailed(["cat-file"], 127, str(exc)) from None
-    if proc.returncode != 0:
-        raise GitFailed(["cat-file", "--batch"], proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    out, pos = proc.stdout, 0
+    out = git_bytes(["cat-file", "--batch"], root, data="".join(s + "\n" for s in specs).encode("utf-8"))
+    pos = 0
     result: dict[str, bytes | None] = {}
     for spec in specs:
         end = out.index(b"\n", pos)
@@ -196,13 +189,13 @@ def indexed_files(root: Path, paths: list[str]) -> set[str]:
     """Which of ``paths`` (relative to ``root``) are in the index."""
     if not paths:
         return set()
-    out = git(_quiet_paths_env() + ["ls-files", "-z", "--cached", "--", *(f":(literal){p}" for p in paths)], root)
+    out = git(_QUIET_PATHS + ["ls-files", "-z", "--cached", "--", *(f":(literal){p}" for p in paths)], root)
     return {p for p in out.split("\0") if p}
 
 
 def untracked_files(root: Path, paths: list[str]) -> list[str]:
     """Files under ``paths`` that git does not track and does not ignore."""
-    out = git(_quiet_paths_env() + ["ls-files", "-z", "--others", "--exclude-standard", "--", *paths], root)
+    out = git(_QUIET_PATHS + ["ls-files", "-z", "--others", "--exclude-standard", "--", *paths], root)
     return [p for p in out.split("\0") if p]
 
 
@@ -214,7 +207,7 @@ def added_lines(root: Path, args: list[str]) -> list[tuple[str | None, str, list
     """
     is_log = args[0] == "log"
     extra = ["-p", "-U0", *_DIFF_FLAGS] + (["--format=%x01%H", "--diff-merges=first-parent"] if is_log else [])
-    out = git(_quiet_paths_env() + [args[0], *extra, *args[1:]], root)
+    out = git(_QUIET_PATHS + [args[0], *extra, *args[1:]], root)
     result: list[tuple[str | None, str, list[tuple[int, str]]]] = []
     commit: str | None = None
     current: list[tuple[int, str]] | None = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbtools.errors import ConfigError
-from kbtools.gitio import CommitChange, FileStatus, GitFailed, RepoState, commit_changes, diff_status, read_blobs
+from kbtools.gitio import CommitChange, FileStatus, GitFailed, RepoState, commit_changes, diff_status, git, read_blobs
 from kbtools.kb.tree import read_regular
 
 WORK_TREE = None  # a Step's ``new_rev`` for "the files on disk"
@@ -79,8 +79,6 @@ def load_history(root: Path, mode: LintMode, state: RepoState, paths: list[str],
 
 
 def _commits(root: Path, since: str, paths: list[str]) -> list[CommitChange]:
-    from kbtools.gitio import git
-
     try:
         git(["rev-parse", "--verify", "-q", f"{since}^{{commit}}"], root)
     except GitFailed:
