@@ -132,7 +132,9 @@ def _raw_fields(rel: str, path: str, data: bytes) -> Iterator[Problem]:
 
 
 def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, (str, list, dict)) and not (value.strip() if isinstance(value, str) else value))
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (isinstance(value, (list, dict)) and not value)
 
 
 def _history(ctx: LintContext) -> list[Problem]:
