@@ -431,32 +431,29 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     events = list(prior.rows_for("events", digest.source_key))
     dropped = 0
-    # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
-    as_before = current and _as_before(digest, status, skip_reason, created_at, locator)
+    redacted = False
+    lines: list[bytes] = []
     if segment is not None:
         # The offset index vouches for these bytes (written with this digest, under
         # these rules, into the very file still open): copied unread.
+        trusted = same_status = True  # lines copied unread leave the redaction status to the prior row
         count = len(segment.starts)
         rows = SourceRows({}, [], rejected, events, candidate_lines=[None] * count,
                           lines_digest=digest.rows_digest, segment=segment)
         _stored_keys(rows, prior, digest, segment.read, count)
-        same = as_before and count == digest.candidate_count
-        line = prior.restamped_manifest_line(digest, _json_bytes(run_at)) if same else None
-        if line is not None:
-            return _verbatim(rows, digest, line)
-        row = prior.manifest_row(digest)
-        return _reemitted(rows, row, digest, ctx, run_at=run_at, status=status, skip_reason=skip_reason,
-                          created_at=created_at, updated_at=updated_at, locator=locator,
-                          redacted=False, slugs=list(row.get("article_slugs") or ()), current=current, dropped=0)
-    lines = prior.lines_for("candidates", digest.source_key)
-    trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
+    else:
+        lines = prior.lines_for("candidates", digest.source_key)
+        trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
+        if trusted:
+            rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
+            _stored_keys(rows, prior, digest, lambda: lines, len(lines))
+            redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
+            same_status = redaction_status(redacted or digest.redaction_status.startswith("redacted:")) \
+                == digest.redaction_status
     if trusted:
-        rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
-        _stored_keys(rows, prior, digest, lambda: lines, len(lines))
-        redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-        if as_before and len(lines) == digest.candidate_count and (
-                redaction_status(redacted or digest.redaction_status.startswith("redacted:"))
-                == digest.redaction_status):
+        # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
+        if (same_status and len(rows.candidate_lines) == digest.candidate_count
+                and _as_before(digest, status, skip_reason, created_at, locator)):
             line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
             if line is not None:
                 return _verbatim(rows, digest, line)
