@@ -915,7 +915,6 @@ class _RunState:
                               created_at=outcome.created_at, updated_at=outcome.updated_at,
                               locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key))
             self.counts.reused_unread += outcome.unread
-            rows.manifest["source_key"] = outcome.source_key
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.
             self.emit(rows, journal=rows.internal_dropped > 0)
         else:
@@ -935,12 +934,7 @@ class _RunState:
             stored = StoredKeys._make(rows.stored_keys)
             duplicates, twins = self.dedup.mark_stored(stored)
             if twins is None:  # every line keeps its marking: written as it is
-                if rows.manifest["rows_digest"] != rows.lines_digest:
-                    rows.full_manifest()["rows_digest"] = rows.lines_digest
-                self.key_cache[rows.lines_digest] = rows.stored_blob
-                self.counts.add(rows, duplicates)
-                self.sink.emit(rows, journal=journal)
-                self.journalled += journal
+                self._write(rows, rows.lines_digest, rows.stored_blob, duplicates, journal=journal)
                 return
             rows.stored_keys = None
             marks: list[tuple[object, object]] = [marking(twin) for twin in twins]
@@ -968,9 +962,15 @@ class _RunState:
         # Trusted lines written back as they are keep the digest they were checked against.
         digest = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
             (line for line in lines if line is not None), self.ctx.derived_key)
-        if digest != rows.manifest["rows_digest"]:
+        blob = marshal.dumps(stored.marked(marks).plain())  # type: ignore[arg-type]
+        self._write(rows, digest, blob, duplicates, journal=journal)
+
+    def _write(self, rows: SourceRows, digest: str, keys_blob: bytes, duplicates: int, *, journal: bool) -> None:
+        """``rows`` to the sink: their candidate lines, ``duplicates`` of them marked so, are
+        as ``digest`` says, and ``keys_blob`` is their :class:`StoredKeys` for the key cache."""
+        if rows.manifest["rows_digest"] != digest:
             rows.full_manifest()["rows_digest"] = digest
-        self.key_cache[digest] = marshal.dumps(stored.marked(marks).plain())  # type: ignore[arg-type]
+        self.key_cache[digest] = keys_blob
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
         self.journalled += journal
