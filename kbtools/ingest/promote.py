@@ -19,9 +19,9 @@ from typing import Any
 from kbtools.errors import KbError
 from kbtools.ingest.ledger import iter_ledger, ledger_path
 from kbtools.kb.layout import Layout
+from kbtools.kb.manifest import append_manifest_line, sha256_bytes
+from kbtools.kb.raw_add import LOCALE_PATTERN, SLUG_PATTERN
 
-SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-LOCALE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*")
 MIN_PREFIX = 8
 TITLE_CHARS = 80
 SLUG_WORDS = 6
@@ -98,14 +98,12 @@ def promote(
     locale: str | None = None,
     now: datetime | None = None,
 ) -> Promotion:
-    from kbtools.kb.manifest import append_manifest_line, sha256_bytes
-
     candidate = find_candidate(output_dir, candidate_id)
     slug = slug or default_slug(candidate)
-    if not SLUG.fullmatch(slug):
+    if not SLUG_PATTERN.fullmatch(slug):
         raise KbError(f"invalid slug '{slug}': use lowercase kebab-case", "--slug")
     locale = locale or layout.canonical_locale
-    if not LOCALE.fullmatch(locale):
+    if not LOCALE_PATTERN.fullmatch(locale):
         raise KbError(f"invalid locale '{locale}'", "--locale")
     # The ledger text was redacted at ingest; redact again in case the ledger was edited by hand.
     candidate = {**candidate, "text": redact(str(candidate.get("text", ""))),
