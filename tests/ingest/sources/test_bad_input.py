@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import tracemalloc
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from kbtools.ingest.hashing import sha256_hex
-from kbtools.ingest.model import SourceSettings
+from kbtools.ingest.model import SourceRef, SourceSettings
 from kbtools.ingest.sources import claude, codex, omp
 from kbtools.ingest.sources.common import CHANGED_DURING_READ, JsonlScan
 from tests.testing.sessions import ClaudeSession, CodexSession, OmpSession, assistant, user
@@ -37,12 +38,17 @@ BUILDERS = {
 }
 
 
+def _ref_of(module: ModuleType, cfg: SourceSettings, path: Path) -> SourceRef:
+    """The one ref discovery gives for the session file ``path``."""
+    refs: list[SourceRef] = [r for r in module.discover(cfg) if r.locator == str(path)]
+    (ref,) = refs
+    return ref
+
+
 def _load(name: str, tmp_path: Path, extra: list[bytes], *, newline: bool = True):  # type: ignore[no-untyped-def]
     build, module = BUILDERS[name]
     path, cfg = build(tmp_path, extra, newline=newline)
-    units = [module.load(ref, cfg) for ref in module.discover(cfg) if ref.locator == str(path)]
-    assert len(units) == 1
-    return units[0]
+    return module.load(_ref_of(module, cfg, path), cfg)
 
 
 @pytest.mark.parametrize("name", BUILDERS)
@@ -83,7 +89,7 @@ def test_binary_file_named_jsonl_is_an_error_unit(tmp_path: Path, name: str) -> 
     build, module = BUILDERS[name]
     path, cfg = build(tmp_path, [])
     path.write_bytes(bytes(range(256)) * 64 + b"\x00\x01\n\x89PNG\r\n\x1a\n" * 8)
-    (unit,) = [module.load(r, cfg) for r in module.discover(cfg) if r.locator == str(path)]
+    unit = module.load(_ref_of(module, cfg, path), cfg)
     assert unit.records == []
     assert "binary_content" in unit.error or "invalid_utf8" in unit.error
 
@@ -99,7 +105,7 @@ def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, nam
             fh.write(block)
         fh.write(b'"}}\n')
         fh.write(b'{"type":"message","message":{"role":"user","content":"after the long line"}}\n')
-    ref = next(r for r in module.discover(cfg) if r.locator == str(path))
+    ref = _ref_of(module, cfg, path)
     tracemalloc.start()
     try:
         unit = module.load(ref, cfg)
@@ -118,7 +124,7 @@ def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, nam
 def test_session_removed_before_its_load_is_a_read_error_unit(tmp_path: Path, name: str) -> None:
     build, module = BUILDERS[name]
     path, cfg = build(tmp_path, [])
-    (ref,) = [r for r in module.discover(cfg) if r.locator == str(path)]
+    ref = _ref_of(module, cfg, path)
     path.unlink()
     unit = module.load(ref, cfg)
     assert unit.error == "read_error: No such file or directory"
