@@ -113,7 +113,6 @@ class Kb:
     locale: str = "zh-cn"
     raw: dict[str, str] = field(default_factory=dict)  # slug -> locale
     notes: dict[str, dict] = field(default_factory=dict)  # slug -> {title, status, kind, locale}
-    log_entries: list[tuple[str, str, str]] = field(default_factory=list)
 
     # -- paths ------------------------------------------------------------
     @property
@@ -195,7 +194,6 @@ class Kb:
         return write(self.index, "\n".join(lines) + "\n")
 
     def append_log(self, date: str, op: str, title: str, *, text: str = "Entry text.") -> Path:
-        self.log_entries.append((date, op, title))
         self.log.parent.mkdir(parents=True, exist_ok=True)
         if not self.log.exists():
             self.log.write_text("# 知识库日志\n\nAppend-only operation log.\n", encoding="utf-8")

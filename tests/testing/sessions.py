@@ -270,7 +270,6 @@ ENVIRONMENT_CONTEXT = (
     "  <sandbox_mode>workspace-write</sandbox_mode>\n  <shell>bash</shell>\n</environment_context>"
 )
 AGENTS_MD = "# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nAlways run the tests before committing.\n</INSTRUCTIONS>"
-USER_INSTRUCTIONS = "<user_instructions>\nPrefer small commits.\n</user_instructions>"
 PERMISSIONS = "<permissions instructions>\nFilesystem sandboxing: workspace-write.\n</permissions instructions>"
 
 
