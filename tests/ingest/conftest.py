@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kbtools.ingest.ledger import ledger_path
 from tests.testing.cli import Result, kb_command, run_kb
 from tests.testing.sessions import HindsightServer, Msg, assistant, hindsight_memory_api, send_body, user
 
@@ -76,13 +77,12 @@ class IngestEnv:
         return json.loads(lines[0]), result
 
     def rows(self, ledger: str, *, partial: bool = False, **match: Any) -> list[dict[str, Any]]:
-        name = f"{ledger}.partial.jsonl" if partial else f"{ledger}.jsonl"
-        return [r for r in read_jsonl(self.out / name) if all(r.get(k) == v for k, v in match.items())]
+        rows = read_jsonl(ledger_path(self.out, ledger, partial=partial))
+        return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
     def write_rows(self, ledger: str, rows: Iterable[dict[str, Any]], *, partial: bool = False) -> None:
-        name = f"{ledger}.partial.jsonl" if partial else f"{ledger}.jsonl"
         text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows)
-        (self.out / name).write_text(text, encoding="utf-8")
+        ledger_path(self.out, ledger, partial=partial).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
