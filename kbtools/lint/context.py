@@ -35,7 +35,6 @@ class Scope:
 class LintContext:
     layout: Layout
     mode: LintMode
-    families: frozenset[str]
     raw: Layer
     notes: Layer
     canonical: str
@@ -118,7 +117,7 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
     """Scan the KB and, when git is usable and a family needs it, load the mode's history."""
     canonical = layout.canonical_locale  # may raise ConfigError (ambiguous)
     ctx = LintContext(
-        layout=layout, mode=mode, families=families, raw=scan_layer(layout.raw_root),
+        layout=layout, mode=mode, raw=scan_layer(layout.raw_root),
         notes=scan_layer(layout.note_root), canonical=canonical, repo=repo_state(layout.root),
     )
     if not ctx.repo.usable:
