@@ -147,13 +147,12 @@ def _history(ctx: LintContext) -> list[Problem]:
     for step in ctx.history.steps:
         label = ctx.step_label(step)
         for f in step.files:
-            touches_raw = f.path.startswith(raw_prefix) or (f.old_path or "").startswith(raw_prefix)
             if f.path == manifest_rel and f.old_path is None:
-                if f.status[0] in "DT":  # a modified manifest is judged line by line (check 7)
-                    problems.append(Problem("raw-snapshot-changed",
-                                            f"raw snapshot changed or deleted: {f.describe()}{label}", f.path))
-                continue
-            if touches_raw and f.status[0] in "MDRCT":
+                changed = f.status[0] in "DT"  # a modified manifest is judged line by line (check 7)
+            else:
+                touches_raw = f.path.startswith(raw_prefix) or (f.old_path or "").startswith(raw_prefix)
+                changed = touches_raw and f.status[0] in "MDRCT"
+            if changed:
                 problems.append(Problem("raw-snapshot-changed",
                                         f"raw snapshot changed or deleted: {f.describe()}{label}", f.path))
         status = step.status_of(manifest_rel)
