@@ -20,6 +20,11 @@ RootOption = Annotated[
     ),
 ]
 
+LedgerDirOption = Annotated[
+    Optional[Path],
+    typer.Option("--output-dir", help="Ledger folder (default: .agent/kb-ingest)."),
+]
+
 FormatOption = Annotated[
     str,
     typer.Option("--format", help="Output format: text or json."),
@@ -41,6 +46,11 @@ def open_kb(root: Path | None) -> tuple[Config, Layout]:
     """Root → Config (`.kb.yaml`) → Layout; every command starts here."""
     config = load_config(resolve_root(root))
     return config, Layout(config)
+
+
+def ledger_dir(layout: Layout, output_dir: Path | None) -> Path:
+    """The ``--output-dir`` given (resolved), else the configured ingest output folder."""
+    return output_dir.resolve() if output_dir is not None else layout.ingest_output
 
 
 def check_format(value: str, allowed: tuple[str, ...]) -> str:

@@ -11,14 +11,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from kbtools.cli.common import RootOption
+from kbtools.cli.common import LedgerDirOption, RootOption
 
 
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest(
         write: Annotated[bool, typer.Option("--write", help="Write the ledgers (default: dry run, nothing written).")] = False,
-        output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="Ledger folder (default: .agent/kb-ingest).")] = None,
+        output_dir: LedgerDirOption = None,
         omp_sessions: Annotated[Optional[Path], typer.Option("--omp-sessions", help="OMP sessions folder (default: ~/.omp/agent/sessions).")] = None,
         opencode_db: Annotated[Optional[Path], typer.Option("--opencode-db", help="OpenCode SQLite database (default: $XDG_DATA_HOME/opencode/opencode*.db).")] = None,
         codex_dir: Annotated[Optional[Path], typer.Option("--codex-dir", help="Codex home (default: $CODEX_HOME or ~/.codex).")] = None,
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         Prints one JSON summary line on stdout. Without --write nothing is
         created or written.
         """
-        from kbtools.cli.common import open_kb
+        from kbtools.cli.common import ledger_dir, open_kb
         from kbtools.ingest import sources
         from kbtools.ingest.pipeline import IngestRequest, run_ingest
 
@@ -51,9 +51,8 @@ def register(app: typer.Typer) -> None:
             hindsight_timeout=config.ingest.hindsight_timeout,
             hindsight_retries=config.ingest.hindsight_retries,
         )
-        out = output_dir.resolve() if output_dir is not None else layout.ingest_output
         request = IngestRequest(
-            config=config, layout=layout, settings=settings, output_dir=out, write=write, prune=prune,
+            config=config, layout=layout, settings=settings, output_dir=ledger_dir(layout, output_dir), write=write, prune=prune,
             derived_filter=not no_derived_filter, jobs=jobs or config.ingest.jobs or os.cpu_count() or 1,
         )
         progress = _ProgressLine() if sys.stderr.isatty() else None

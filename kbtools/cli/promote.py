@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kbtools.cli.common import RootOption
+from kbtools.cli.common import LedgerDirOption, RootOption
 
 
 def register(app: typer.Typer) -> None:
@@ -16,17 +15,16 @@ def register(app: typer.Typer) -> None:
         candidate_id: Annotated[str, typer.Argument(help="Candidate id from candidates.jsonl (a unique prefix of 8+ characters is enough).")],
         slug: Annotated[Optional[str], typer.Option("--slug", help="Raw slug (default: from the candidate's prompt and id).")] = None,
         locale: Annotated[Optional[str], typer.Option("--locale", help="Raw locale folder (default: the canonical locale).")] = None,
-        output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="Ledger folder (default: .agent/kb-ingest).")] = None,
+        output_dir: LedgerDirOption = None,
         root: RootOption = None,
     ) -> None:
         """Write a candidate into the raw layer (frontmatter + manifest line); never overwrites."""
-        from kbtools.cli.common import open_kb
+        from kbtools.cli.common import ledger_dir, open_kb
         from kbtools.ingest.promote import promote as run_promote
         from kbtools.redact import Redactor
 
         config, layout = open_kb(root)
         redactor = Redactor(config.redaction)
-        out = output_dir.resolve() if output_dir is not None else layout.ingest_output
-        done = run_promote(layout, out, candidate_id, redact=lambda text: redactor.redact(text).text,
+        done = run_promote(layout, ledger_dir(layout, output_dir), candidate_id, redact=lambda text: redactor.redact(text).text,
                            slug=slug, locale=locale)
         print(f"promoted {done.candidate_id[:12]} → {layout.rel(done.path)} (sha256 {done.sha256[:12]})")
