@@ -47,13 +47,16 @@ def fingerprint(text: str) -> str:
 
 def identity_key(tool: str, project_identity: str, session_identity: str) -> str:
     """Which source this is, across runs (never persisted in clear)."""
-    return "\0".join((tool, hash_identifier(project_identity), hash_identifier(session_identity)))
+    return hashed_identity_key(tool, hash_identifier(project_identity), hash_identifier(session_identity))
+
+
+def hashed_identity_key(tool: str, project_key: str, session_hash: str) -> str:
+    """:func:`identity_key` of identities already hashed, as a ledger row holds them."""
+    return f"{tool}\0{project_key}\0{session_hash}"
 
 
 def source_key(tool: str, project_identity: str, session_identity: str, content_hash: str) -> str:
-    return sha256_hex(
-        "\0".join((tool, hash_identifier(project_identity), hash_identifier(session_identity), content_hash))
-    )
+    return sha256_hex(f"{identity_key(tool, project_identity, session_identity)}\0{content_hash}")
 
 
 def iso_time(value: Any) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from kbtools.errors import KbError
+from kbtools.ingest.hashing import hashed_identity_key
 from kbtools.fsio import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
@@ -266,7 +267,7 @@ class PriorSource(NamedTuple):
     length: int = 0  # of the row's line, newline included (0: unknown)
     complete: bool = False
     from_journal: bool = False  # written by an interrupted run, not yet final
-    identity: str = ""  # tool, project_key and session_hash (see source_identity)
+    identity: str = ""  # tool, project_key and session_hash (see hashing.hashed_identity_key)
 
     @property
     def entry(self) -> tuple[Any, ...]:
@@ -278,10 +279,6 @@ ENTRY_SIZE = 17
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def source_identity(tool: str, project_key: str, session_hash: str) -> str:
-    return f"{tool}\0{project_key}\0{session_hash}"
 
 
 def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -389,7 +386,7 @@ class PriorState:
             # Every row of the file, as entries, in file order (one row per source_key).
             make = PriorSource._make
             for entry, offset, length in cached:
-                identity = f"{entry[1]}\0{entry[3]}\0{entry[4]}"  # source_identity, inlined
+                identity = f"{entry[1]}\0{entry[3]}\0{entry[4]}"  # hashed_identity_key, inlined
                 digest = make((*entry, (number, offset), length, False, False, identity))
                 groups.setdefault(identity, []).append(digest)
             return groups
@@ -400,7 +397,7 @@ class PriorState:
                 continue
             # No length: a row not vouched for by the index is never re-emitted as it is.
             entry = manifest_entry(row)
-            identity = source_identity(entry[1], entry[3], entry[4])
+            identity = hashed_identity_key(entry[1], entry[3], entry[4])
             digest = PriorSource._make((*entry, (number, offset), 0, False, journal, identity))
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):

@@ -199,7 +199,7 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
-    identity = hashing.identity_key(unit.tool, unit.project_identity, unit.session_identity)
+    identity = hashing.hashed_identity_key(unit.tool, project_key, session_hash)
     key = hashing.source_key(unit.tool, unit.project_identity, unit.session_identity, unit.content_hash)
     created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
     error = redact_error(ctx.redactor, unit.error)
