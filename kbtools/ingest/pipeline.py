@@ -195,7 +195,7 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     cached = stat_cached(ref, ctx)
     if cached is not None:
         return cached
-    locator_key = sha256_hex(f"{ref.tool}\0{ref.locator}")
+    locator_key = locator_key_of(ref)
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
@@ -222,12 +222,17 @@ def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
     """The reusable prior entry of a source whose locator and version are unchanged, or None."""
     if ref.stat_key is None:
         return None
-    locator_key = sha256_hex(f"{ref.tool}\0{ref.locator}")
+    locator_key = locator_key_of(ref)
     cached = ctx.by_locator.get(locator_key)
     if cached is None or cached.stat_key != ledger.stat_json(ref.stat_key) or not reusable(cached, cached.error):
         return None
     return UnitOutcome(cached.identity, cached.source_key, None, None, reuse=cached,
                        locator_key=locator_key, stat_key=list(ref.stat_key), unread=True)
+
+
+def locator_key_of(ref: SourceRef) -> str:
+    """What the stat cache keys a source by: where it was found, hashed (a locator is never persisted)."""
+    return sha256_hex(f"{ref.tool}\0{ref.locator}")
 
 
 def pack_rows(rows: SourceRows) -> SourceRows:
