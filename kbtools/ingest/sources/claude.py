@@ -33,6 +33,7 @@ from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
     JsonlScan,
     ProseBudget,
+    content_texts,
     file_ref,
     make_record,
     remove_tagged_blocks,
@@ -198,14 +199,7 @@ def _take(obj: dict[str, Any], transcript: _Transcript, budget: ProseBudget) -> 
 
 
 def _blocks_text(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content] if content.strip() else []
-    if not isinstance(content, list):
-        return []
-    return [
-        b["text"] for b in content
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
-    ]
+    return [text for text in content_texts(content) if text.strip()]
 
 
 def _user_prose(text: str) -> str:

@@ -35,6 +35,7 @@ from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
     JsonlScan,
     ProseBudget,
+    content_texts,
     file_ref,
     make_record,
     remove_tagged_blocks,
@@ -170,16 +171,7 @@ def _may_hold_prose_or_meta(head: bytes) -> bool:
 
 
 def _prose_of(item: dict[str, Any]) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [
-            p["text"] for p in content
-            if isinstance(p, dict) and p.get("type") in _TEXT_PARTS and isinstance(p.get("text"), str)
-        ]
-    else:
-        return ""
+    parts = content_texts(item.get("content"), _TEXT_PARTS)
     if item.get("role") == "user":
         parts = [strip_injected(p) for p in parts]
     return "\n\n".join(p for p in parts if p.strip())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -444,6 +444,20 @@ def compact_json(value: Any) -> str:
 
 def make_record(role: str, text: str, created: Any, index: int) -> Record:
     return Record(role=role, text=text, created_at=iso_time(created), index=index)
+
+
+def content_texts(content: Any, part_types: Container[str] = ("text",)) -> list[str]:
+    """The strings of a message's ``content``: the content itself if a string,
+    else the ``text`` of each part whose ``type`` is in ``part_types``."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and part.get("type") in part_types and isinstance(part.get("text"), str)
+    ]
 
 
 def text_of(value: Any) -> str:

@@ -31,6 +31,7 @@ from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
     JsonlScan,
     ProseBudget,
+    content_texts,
     file_ref,
     make_record,
     unavailable_ref,
@@ -158,17 +159,7 @@ def _prose_of(message: dict[str, Any]) -> str:
     # Agent-originated "user" turns (advisor updates and the like) are not the user's words.
     if message.get("role") == "user" and (message.get("synthetic") is True or message.get("attribution") == "agent"):
         return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        ]
-    else:
-        return ""
+    parts = content_texts(message.get("content"))
     texts = [p for p in parts if p.strip() and not p.startswith(_BLOB_REF)]
     return "\n\n".join(texts)
 
