@@ -698,9 +698,9 @@ class Deduplicator:
         duplicates = 0
         changed = False
         twins: list[str] = []
-        for fingerprint, cid, decision, duplicate_of in zip(
+        for fp, cid, decision, duplicate_of in zip(
                 keys.fingerprints, keys.candidate_ids, keys.decisions, keys.duplicates_of):
-            first = setdefault(fingerprint, cid)
+            first = setdefault(fp, cid)
             if first != cid:
                 duplicates += 1
                 changed = changed or decision != "duplicate" or duplicate_of != first

@@ -38,7 +38,6 @@ import functools
 import hashlib
 import json
 import marshal
-import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
