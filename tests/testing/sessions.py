@@ -251,9 +251,8 @@ class OmpSession(_Conversation):
         return write_lines(root / dir_name / (name or self.file_name()), self.lines())
 
 
-def write_omp_session(root: Path, messages: Iterable[Msg], **kwargs: Any) -> Path:
+def write_omp_session(root: Path, messages: Iterable[Msg], *, dir_name: str = "-work-project", **kwargs: Any) -> Path:
     """One linear OMP session under the sessions root ``root``."""
-    dir_name = kwargs.pop("dir_name", "-work-project")
     return OmpSession(**kwargs).add(messages).write(root, dir_name=dir_name)
 
 
