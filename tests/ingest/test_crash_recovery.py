@@ -114,7 +114,7 @@ def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
     env.run()  # an earlier complete ledger, so the killed run has prior state to rewrite
-    _grow(env, "j[01]*/*.jsonl")  # a third of the sessions grow
+    _grow(env, "j[01]*/*.jsonl")  # j000-j199: two thirds of the sessions grow
     started = time.monotonic()
     subprocess.run(env.command("--output-dir", str(reference_out)), check=True, stdout=subprocess.DEVNULL)
     duration = time.monotonic() - started
