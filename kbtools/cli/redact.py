@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import io
 import sys
-from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
 
 from kbtools.cli.common import RootOption
-from kbtools.config import RedactionConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -28,10 +26,12 @@ def register(app: typer.Typer) -> None:
         base's .kb.yaml when run inside one. A bad --jsonl line is an error naming its
         line number (exit 2).
         """
+        from kbtools.cli.common import open_kb
         from kbtools.redact import Redactor
         from kbtools.redact.stream import redact_jsonl
 
-        redactor = Redactor(_redaction_config(root))
+        config, _ = open_kb(root)
+        redactor = Redactor(config.redaction)
         stdin = _utf8(sys.stdin)
         stdout = sys.stdout
         if hasattr(stdout, "reconfigure"):  # UTF-8 out whatever the locale, like the input
@@ -43,13 +43,6 @@ def register(app: typer.Typer) -> None:
             stdout.write(redactor.redact(stdin.read()).text)
         stdout.flush()
         return 0
-
-
-def _redaction_config(root: Path | None) -> RedactionConfig:
-    from kbtools.cli.common import resolve_root
-    from kbtools.config import load_config
-
-    return load_config(resolve_root(root)).redaction
 
 
 def _utf8(stream: TextIO) -> TextIO:
