@@ -14,7 +14,7 @@ conditions, whether the prior ledger entry can be reused:
 
 A reused source's candidates are re-checked by the control-plane filter (it
 may have learnt new markers); what it drops is recorded as
-``internal_transcript_filtered``. Otherwise :func:`process_unit` runs: role
+``internal_transcript_filtered``. Otherwise :func:`read_unit` runs: role
 gate, control-plane filter per message, derived filter per kept record,
 redaction, turn-sized candidates. It is a pure top-level function of picklable
 data, so ``--jobs N`` runs it in N worker processes (results are taken in
@@ -189,11 +189,14 @@ def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     inode; a DB session's row versions) equal those recorded with a reusable
     prior entry is reused without being read, as git's index does.
     """
+    cached = stat_cached(ref, ctx)
+    return cached if cached is not None else read_unit(ref, ctx)
+
+
+def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
+    """:func:`process_unit` of a source the stat cache did not answer for: read it."""
     from kbtools.ingest import sources
 
-    cached = stat_cached(ref, ctx)
-    if cached is not None:
-        return cached
     locator_key = locator_key_of(ref)
     unit = sources.load(ref, ctx.settings)
     project_key = hash_identifier(unit.project_identity)
@@ -697,14 +700,14 @@ LOOKAHEAD = 4096
 
 
 def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ()) -> WorkerPool | None:
-    """``jobs`` processes that run :func:`process_unit` on batches of refs (None for
-    one job: it runs in the run's own process). Made before any thread starts (see
+    """``jobs`` processes that run :func:`read_unit` on batches of refs (None for
+    one job: :func:`process_unit` runs in the run's own process). Made before any thread starts (see
     :mod:`kbtools.ingest.workers`); ``inherited``: descriptors a worker must close (the lock)."""
     if jobs <= 1:
         return None
     from kbtools.ingest.workers import WorkerPool
 
-    return WorkerPool(jobs, lambda task: [process_unit(ref, ctx) for ref in task], inherited=inherited,
+    return WorkerPool(jobs, lambda task: [read_unit(ref, ctx) for ref in task], inherited=inherited,
                       init=lambda: _warm_up(ctx))
 
 
