@@ -523,7 +523,6 @@ def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessCont
     row.setdefault("stat_key", None)
     row.setdefault("rows_digest", "")
     rows.manifest = ledger.ordered(row, ledger.MANIFEST_FIELDS)
-    rows.manifest_line = rows.entry = None
     return rows
 
 
