@@ -870,10 +870,7 @@ class WriteSink(LedgerSink):
             crash_point(f"rename-{name}")
         fsync_dir(self.output_dir)
         for name in LEDGERS:  # the manifest part first: the rest is then ignored (see PriorState._load)
-            try:
-                os.unlink(ledger_path(self.output_dir, name, partial=True))
-            except FileNotFoundError:
-                pass
+            ledger_path(self.output_dir, name, partial=True).unlink(missing_ok=True)
             crash_point(f"unlink-{name}")
         fsync_dir(self.output_dir)
         write_ledger_index(self.output_dir, {
@@ -891,10 +888,7 @@ class WriteSink(LedgerSink):
             out.close()
         self._final.clear()
         for tmp in self._temps.values():
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            tmp.unlink(missing_ok=True)
 
 
 CRASH_ENV = "KB_TEST_CRASH_AT"
