@@ -140,3 +140,23 @@ def test_discovery_exception_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     refs = list(discover_all(SourceSettings()))
     (broken_ref,) = [r for r in refs if r.tool == "codex"]
     assert load(broken_ref, SourceSettings()).error == "codex_discovery_failed: PermissionError"
+
+
+@pytest.mark.parametrize("name", [source.name for source in SOURCES])
+def test_every_reader_loads_its_broken_discovery_as_a_failure_naming_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(settings: SourceSettings) -> object:
+        raise OSError("the store broke")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr("kbtools.ingest.sources.SOURCES", tuple(
+        s if s.name != name else type(s)(s.name, broken, s.load, s.handles) for s in SOURCES
+    ))
+    source = next(s for s in SOURCES if s.name == name)
+    tool = source.handles[0][0]
+    # Hindsight's discovery runs only with a URL (never contacted: its discovery is the broken one).
+    settings = SourceSettings(hindsight_url="http://127.0.0.1:9" if name == "hindsight" else None)
+    (broken_ref,) = [r for r in discover_all(settings) if r.tool == tool and r.locator == name]
+    unit = load(broken_ref, settings)  # routed as the pipeline routes it
+    assert unit.error == f"{tool}_discovery_failed: OSError"
