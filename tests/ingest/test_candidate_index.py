@@ -4,7 +4,6 @@ the ledger it writes is the same as a full scan's, and a damaged or stale index 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -12,12 +11,7 @@ import pytest
 
 from kbtools.ingest.ledger import WriteSink
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv
-from tests.testing.sessions import Msg, assistant, user, write_omp_session
-
-
-def _age(path: Path, seconds: float = 3600) -> None:
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+from tests.testing.sessions import Msg, age, assistant, user, write_omp_session
 
 
 def _turn(i: int) -> list[Msg]:
@@ -31,7 +25,7 @@ def _sessions(env: IngestEnv, count: int) -> list[Path]:
     paths = []
     for i in range(count):
         path = write_omp_session(env.omp, _turn(i), session_id=f"s{i}")
-        _age(path)
+        age(path)
         paths.append(path)
     return paths
 
@@ -40,7 +34,7 @@ def _grow(path: Path, i: int) -> None:
     write_omp_session(path.parent, [*_turn(i), user(f"{TECH_PROMPT} again ({i})"),
                                     assistant(f"The second fix pins the compiler version in CI as well ({i}).")],
                       session_id=f"s{i}")
-    _age(path)
+    age(path)
 
 
 def _without_run_at(path: Path) -> list[dict[str, object]]:
@@ -55,7 +49,7 @@ def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(
     monkeypatch.setattr(WriteSink, "COPY_PIECE", piece)
     paths = _sessions(env, 5)
     # No technical knowledge: a rejected row, restamped like the manifest's.
-    _age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
+    age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
     env.run()
     env.run()  # every row "unchanged" now: the next run copies them as they are
     index = env.out / "ledger-index.marshal"

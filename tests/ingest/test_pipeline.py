@@ -15,7 +15,7 @@ import pytest
 from kbtools.redact import REDACTION_VERSION
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_jsonl, tech_turn
 from tests.testing.cli import run_kb
-from tests.testing.sessions import assistant, user, write_lines, write_omp_advisor, write_omp_session
+from tests.testing.sessions import age, assistant, user, write_lines, write_omp_advisor, write_omp_session
 
 
 def omp_session(env: IngestEnv, **kwargs: object):
@@ -477,14 +477,9 @@ def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Pat
         assert strip == [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(two / f"{name}.jsonl")]
 
 
-def _age(path: Path, seconds: float = 3600) -> None:
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
-
-
 def test_an_unchanged_file_is_reused_without_being_read(env: IngestEnv) -> None:
     path = omp_session(env)
-    _age(path)
+    age(path)
     env.run()
     (row,) = env.rows("manifest", tool="omp")
     assert row["locator_key"] and row["stat_key"] and "omp-sessions" not in json.dumps(row)

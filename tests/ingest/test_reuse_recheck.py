@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv, tech_turn
-from tests.testing.sessions import assistant, user, write_omp_session
+from tests.testing.sessions import age, assistant, user, write_omp_session
 
 PAGE_BODY = (
     "Pinning the TypeScript compiler in CI keeps the build reproducible: the lockfile records the exact "
@@ -15,14 +14,9 @@ PAGE_BODY = (
 )
 
 
-def _age(path: Path, seconds: float = 3600) -> None:
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
-
-
 def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(env: IngestEnv) -> None:
     session = write_omp_session(env.omp, [user(TECH_PROMPT), assistant(PAGE_BODY), *tech_turn()], session_id="s1")
-    _age(session)  # old enough for the stat cache: the source is reused unread
+    age(session)  # old enough for the stat cache: the source is reused unread
     summary, _ = env.run()
     assert summary["candidates"] == 2 and summary["derived_excluded"] == 0
     assert any("lockfile records the exact" in c["text"] for c in env.rows("candidates"))
@@ -60,7 +54,7 @@ def test_dedup_counts_are_the_same_from_the_key_cache_from_the_lines_and_from_a_
             user(f"{TECH_PROMPT} ({i})"),
             assistant(f"The build error comes from the lockfile:\n{block}\nThe fix is to pin the peer ({i})."),
         ], session_id=f"s{i}")
-        _age(path)
+        age(path)
     first, _ = env.run()
     assert first["duplicate_code_blocks"] == 2
     cache = env.out / "dedup-keys.marshal"
