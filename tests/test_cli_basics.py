@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.testing.cli import run_kb, run_kb_process
+from tests.testing.cli import kb_command, run_kb, run_kb_process
 
 
 def test_version_and_help(tmp_path):
@@ -21,9 +21,8 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path):
     import json
     import signal
     import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "kbtools", "redact", "--jsonl"], cwd=tmp_path, text=True,
+    
+    proc = subprocess.Popen([*kb_command(), "redact", "--jsonl"], cwd=tmp_path, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdin is not None and proc.stdout is not None

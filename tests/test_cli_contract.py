@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kbtools import __version__
-from tests.testing.cli import run_kb, run_kb_process
+from tests.testing.cli import kb_command, run_kb, run_kb_process
 from tests.testing.kbfactory import make_kb
 from tests.testing.sessions import HindsightServer
 
@@ -114,7 +114,7 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path) -> None:
     kb = make_kb(tmp_path / "kb")
     with HindsightServer(handler=_hang) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kbtools", "ingest", "--hindsight-url", server.url,
+            [*kb_command(), "ingest", "--hindsight-url", server.url,
              "--output-dir", str(tmp_path / "out")],
             cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
@@ -141,7 +141,7 @@ def test_ctrl_c_to_the_whole_process_group_stops_a_parallel_ingest(tmp_path: Pat
     generate(corpus, total_bytes=40_000_000, seed=3, agents=["omp"], secret_mode="none")
     with HindsightServer(handler=_hang) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kbtools", "ingest", "--jobs", "2", *ingest_flags(corpus, ["omp"]),
+            [*kb_command(), "ingest", "--jobs", "2", *ingest_flags(corpus, ["omp"]),
              "--hindsight-url", server.url, "--output-dir", str(tmp_path / "out")],
             cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )

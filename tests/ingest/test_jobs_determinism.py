@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.ingest.conftest import IngestEnv
+from tests.testing.cli import kb_command
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -22,7 +23,7 @@ RUN_AT = re.compile(rb'"run_at":"[^"]*"')
 def _ingest(env: IngestEnv, corpus: Path, out: Path, *, jobs: int, hash_seed: int) -> None:
     args = ["ingest", "--root", str(env.root), "--write", "--skip-hindsight", "--output-dir", str(out),
             "--jobs", str(jobs), *ingest_flags(corpus)]
-    subprocess.run([sys.executable, "-m", "kbtools", *args], check=True, stdout=subprocess.DEVNULL,
+    subprocess.run([*kb_command(), *args], check=True, stdout=subprocess.DEVNULL,
                    env={**os.environ, "PYTHONHASHSEED": str(hash_seed)})
 
 

@@ -7,14 +7,13 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kbtools.redact import REDACTION_VERSION
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_jsonl, tech_turn
-from tests.testing.cli import run_kb
+from tests.testing.cli import kb_command, run_kb
 from tests.testing.sessions import age, assistant, user, write_lines, write_omp_advisor, write_omp_session
 
 
@@ -441,7 +440,7 @@ def test_progress_goes_to_stderr_only_when_it_is_a_terminal(env: IngestEnv) -> N
     omp_session(env)
     master, slave = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "kbtools", *env.args(write=False)], cwd=env.root,
+        proc = subprocess.run([*kb_command(), *env.args(write=False)], cwd=env.root,
                               stdout=subprocess.PIPE, stderr=slave, timeout=120)
         os.close(slave)
         terminal = b""
