@@ -18,7 +18,7 @@ from kbtools.derived.manifest import read_manifest
 from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
-from tests.derived.grades import ARTIFACTS, GRADES, INFRA, JA, WAL, WAL_PAGE_V1, GradedArtifact
+from tests.derived.grades import ARTIFACTS, GRADES, INFRA, JA, WAL, WAL_PAGE_V1, GradedArtifact, page_body
 from tests.testing.cli import run_kb
 from tests.testing.gitrepo import write
 
@@ -231,7 +231,7 @@ def test_derived_filter_older_recorded_version_quote_excluded(kb: Path) -> None:
     page.write_text(WAL_PAGE_V1, encoding="utf-8")
     assert run_kb("artifacts", "record", str(page), "--root", str(kb)).code == 0
     page.write_text(WAL.text, encoding="utf-8")  # the page is rewritten; v1 lives only in the manifest
-    old_body = WAL_PAGE_V1.split("---\n", 2)[2]
+    old_body = page_body(WAL_PAGE_V1)
     quote = "Found this in an old note, is it still right?\n\n" + "\n".join("  " + l for l in old_body.splitlines())
     found = load(kb).match(quote)
     assert found is not None and found.path == WAL.path and found.sha256 == read_manifest(manifest(kb))[0].sha256

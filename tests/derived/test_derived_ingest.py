@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from tests.derived.grades import INFRA, WAL
+from tests.derived.grades import INFRA, WAL, WAL_PAGE_V1, page_body
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, env  # noqa: F401 - env is a fixture
 from tests.testing.cli import run_kb
 from tests.testing.gitrepo import write
@@ -98,12 +98,10 @@ def test_derived_filter_a8_no_manifest_is_safe_end_to_end(env: IngestEnv) -> Non
 
 def test_derived_filter_recorded_old_version_excluded_end_to_end(env: IngestEnv) -> None:
     """The page was rewritten after a session quoted it; the manifest still knows the old version."""
-    from tests.derived.grades import WAL_PAGE_V1
-
     write(env.root / WAL.path, WAL_PAGE_V1)
     assert run_kb("artifacts", "record", str(env.root / WAL.path), "--root", str(env.root)).code == 0
     write(env.root / WAL.path, WAL.text)
-    old_body = WAL_PAGE_V1.split("---\n", 2)[2]
+    old_body = page_body(WAL_PAGE_V1)
     write_omp_session(env.omp, [user(TECH_PROMPT), assistant(old_body), user(MENTION), assistant(TECH_ANSWER)],
                       session_id="s1")
     summary, _ = env.run()
@@ -133,8 +131,6 @@ def _earlier_format_row(path: str, text: str, *, with_body: bool) -> str:
 
 def test_derived_filter_earlier_manifest_format_is_reshingled_or_skipped_never_blocks(env: IngestEnv) -> None:
     """Rows of an earlier manifest format: re-shingled from the file at that sha256, else one warning each."""
-    from tests.derived.grades import WAL_PAGE_V1
-
     install_artifacts(env)  # INFRA and WAL (current version) in the working tree
     manifest = env.root / "src/content/note/.manifest.jsonl"
     history = (_earlier_format_row(INFRA.path, INFRA.text, with_body=False)  # file still at this sha256

@@ -16,7 +16,7 @@ from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.derived.shingles import unpack
 from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
-from tests.derived.grades import INFRA, WAL, WAL_PAGE_V1
+from tests.derived.grades import INFRA, WAL, WAL_PAGE_V1, page_body
 from tests.testing.cli import run_kb, run_kb_process
 from tests.testing.gitrepo import commit_all, git, init_repo, write
 
@@ -100,7 +100,7 @@ def test_derived_filter_rows_with_other_shingle_params(tmp_path: Path) -> None:
     data = rows(kb)[0]
     data["shingle_params"] = {**data["shingle_params"], "n": 7}  # type: ignore[dict-item]
     (kb / MANIFEST).write_text(json.dumps(data) + "\n")
-    old_body = WAL_PAGE_V1.split("---\n", 2)[2]
+    old_body = page_body(WAL_PAGE_V1)
 
     same_file = load(kb)
     assert same_file.warnings == () and same_file.settings["manifest_rows_stale"] == 1
