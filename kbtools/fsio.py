@@ -12,9 +12,24 @@ PRIVATE_FILE_MODE = 0o600
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) with mode 0700; tighten it if it exists."""
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    """Create ``path`` and every missing folder above it with mode 0700 (``.agent/`` too,
+    not only the leaf); tighten ``path`` if it exists."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        os.chmod(folder, PRIVATE_DIR_MODE)
     os.chmod(path, PRIVATE_DIR_MODE)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a write to a pipe or a file may take only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def temp_path_for(path: Path) -> Path:

@@ -35,16 +35,16 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from kbtools.errors import KbError
-from kbtools.ingest.hashing import hashed_identity_key
 from kbtools.fsio import (
-    PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
     atomic_write_bytes,
     atomic_write_text,
     ensure_private_dir,
     fsync_dir,
     temp_path_for,
+    write_all,
 )
+from kbtools.ingest.hashing import hashed_identity_key
 
 LEDGERS = ("manifest", "candidates", "rejected", "events")
 # Rename order of a final write: the manifest last, so it never names rows that are not there yet.
@@ -694,13 +694,6 @@ class _BackgroundWriter:
                 self._error = exc
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """All of ``data`` to ``fd`` (a write to a pipe or a file may take only part)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _copy_range(src: int, dst: int, start: int, end: int) -> int:
     """Append ``src[start:end]`` to ``dst`` (in the kernel where it can); the bytes copied."""
     total = end - start
@@ -1027,21 +1020,8 @@ def remove_stale_files(output_dir: Path) -> None:
             pass
 
 
-def make_private_dirs(path: Path) -> None:
-    """``path`` and every folder created for it 0700 (``.agent/`` too, not only the leaf)."""
-    missing = []
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-        os.chmod(folder, PRIVATE_DIR_MODE)
-    ensure_private_dir(path)
-
-
 def write_private_text(path: Path, text: str) -> None:
-    make_private_dirs(path.parent)
+    ensure_private_dir(path.parent)
     atomic_write_text(path, text)
 
 
@@ -1060,7 +1040,7 @@ class IngestLock:
 
         path = output_dir / LOCK_FILE
         try:
-            make_private_dirs(output_dir)
+            ensure_private_dir(output_dir)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         except OSError as exc:
             raise KbError(f"cannot create the output directory: {exc.strerror or exc}", str(output_dir)) from None

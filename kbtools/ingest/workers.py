@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbtools.ingest.ledger import write_all
+from kbtools.fsio import write_all
 
 # How often (seconds) :meth:`WorkerPool.pump` may look for results.
 PUMP_EVERY = 0.001
