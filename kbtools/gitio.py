@@ -21,7 +21,8 @@ class GitFailed(Exception):
         self.stderr = stderr
 
 
-def _env() -> dict[str, str]:
+def git_env() -> dict[str, str]:
+    """The environment git runs in here: C messages, no optional locks for read-only queries."""
     env = dict(os.environ)
     env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only queries must not take index.lock
     env["LC_ALL"] = "C"
@@ -31,7 +32,8 @@ def _env() -> dict[str, str]:
 def _run(args: list[str], cwd: Path, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """git ``args`` with ``data`` (or nothing) on stdin; OSError when git cannot be started."""
     feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}
-    return subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), **feed)
+    return subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env(),
+                          **feed)
 
 
 def git_bytes(args: list[str], cwd: Path, *, check: bool = True, data: bytes | None = None) -> bytes:

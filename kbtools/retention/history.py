@@ -7,7 +7,6 @@ over thousands of rewrites costs one git process, not thousands.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kbtools.errors import KbError
-from kbtools.gitio import GitFailed, git, repo_state
+from kbtools.gitio import GitFailed, git, git_env, repo_state
 from kbtools.kb.layout import Layout
 from kbtools.retention.gate import Verdict, compare, grade
 from kbtools.retention.taxonomy import Identifier, Taxonomy
@@ -102,7 +101,7 @@ class BlobReader:
     """Blob contents by object id through one `git cat-file --batch` process."""
 
     def __init__(self, cwd: Path) -> None:
-        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        env = git_env()
         try:
             self._proc = subprocess.Popen(
                 ["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
