@@ -460,10 +460,21 @@ class PriorState:
         return Segment(self._handles[self._indexed_file].fileno(), tuple(spans[:-1]), spans[-1])
 
     def read_line(self, location: tuple[int, int]) -> bytes:
+        """The line at ``location`` (validated when indexed, same open file), by ``pread``:
+        worker processes read through the same open files, so no file offset is shared."""
         number, offset = location
-        handle = self._handles[number]  # validated when indexed, same open file
-        handle.seek(offset)
-        return handle.readline()
+        fd = self._handles[number].fileno()
+        pieces: list[bytes] = []
+        size = 16_384
+        while True:
+            data = os.pread(fd, size, offset)
+            end = data.find(b"\n")
+            if end >= 0 or not data:
+                pieces.append(data[:end + 1] if end >= 0 else data)
+                return b"".join(pieces)
+            pieces.append(data)
+            offset += len(data)
+            size = min(size * 2, 1 << 22)
 
     def read(self, location: tuple[int, int]) -> Row:
         row = json.loads(self.read_line(location))

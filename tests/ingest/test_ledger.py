@@ -142,3 +142,37 @@ def test_restamping_replaces_only_a_trailing_run_at_of_a_canonical_line() -> Non
     assert restamped(later, b'"t"') is None
     assert restamped(dumps({**row, "run_at": 'a"b'}), b'"t"') is None
     assert restamped(b"not json\n", b'"t"') is None
+
+
+def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(tmp_path: Path) -> None:
+    """Worker processes are forked with the prior ledgers open: reads share no file offset."""
+    import os
+
+    sink = WriteSink(tmp_path, "run-1")
+    keys = [f"k{i}" for i in range(40)]
+    for i, key in enumerate(keys):
+        sink.emit(SourceRows(manifest(key, identity=f"i{i}", count=3), [candidate(key, n) for n in range(3)]),
+                  journal=True)
+    sink.persist_partial()  # journalled rows: read back line by line, not from the offset index
+    sink.abort()
+    prior = PriorState.load(tmp_path)
+    try:
+        want = {key: prior.lines_for("candidates", key) for key in keys}
+        assert all(len(lines) == 3 for lines in want.values())
+        child = os.fork()
+        if child == 0:  # the worker: reads as fast as it can until killed
+            try:
+                while True:
+                    for key in reversed(keys):
+                        prior.lines_for("candidates", key)
+            finally:
+                os._exit(0)
+        try:
+            for _ in range(60):
+                for key in keys:
+                    assert prior.lines_for("candidates", key) == want[key], key
+        finally:
+            os.kill(child, 9)
+            os.waitpid(child, 0)
+    finally:
+        prior.close()
