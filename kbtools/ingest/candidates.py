@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list, words_of
 from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
@@ -235,6 +235,10 @@ class NoteIndex:
             for word in keywords(f"{head} {head} {body}", NOTE_KEYWORDS):
                 index.setdefault(word, set()).add(path.stem)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
+
+    def key(self) -> str:
+        """What the index holds, as a digest (part of an extraction memo's context)."""
+        return sha256_hex(repr(sorted(self.by_keyword.items())))
 
     def match(self, words: Iterable[str]) -> list[str]:
         scores: Counter[str] = Counter()
@@ -507,6 +511,17 @@ def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) ->
     return sha256_hex(f"{source_key}\0{fp}\0{turn_index}\0{chunk_index}")
 
 
+class TurnMemo(Protocol):
+    """What a turn's candidates were last time (see :mod:`kbtools.ingest.memo`)."""
+
+    def turn_key(self, turn: Sequence[KeptRecord]) -> bytes: ...
+
+    def recall(self, key: bytes, turn_index: int, budget: int) -> list[dict[str, object]] | None:
+        """The candidates of the turn ``key`` as a fresh build would make them, or None."""
+
+    def note(self, key: bytes, turn_index: int, candidates: Sequence[dict[str, object]]) -> None: ...
+
+
 def build_candidates(
     meta: SourceMeta,
     records: Sequence[KeptRecord],
@@ -516,72 +531,91 @@ def build_candidates(
     max_text: int,
     base_confidence: float = 0.3,
     require_signal: bool = True,
+    memo: TurnMemo | None = None,
 ) -> CandidateBatch:
-    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
+    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated).
+
+    A turn the ``memo`` knows (same kept messages as last time) is recalled, not built."""
     out: list[dict[str, object]] = []
     budget = max_text
-    truncated = False
     for turn_index, turn in enumerate(split_turns(records)):
-        whole = "\n".join(render(r.role, r.text) for r in turn)
-        whole_words = words_of(whole)
-        signals = technical_signals(whole, whole_words)
-        if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
-            continue
-        for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
-            text, members = chunk.text, chunk.members
-            if len(text) > budget:
-                truncated = True
-                break
-            budget -= len(text)
-            fp = fingerprint(text)
-            tokens = keyword_tokens(text)
-            words = top_words(tokens)
-            matches = notes.match(words)
-            # The chunk's word set: the turn's when it is the whole turn; for ASCII
-            # text (NFKC changes nothing) the keyword tokens are the same words.
-            text_words = whole_words if text == whole else set(tokens) if text.isascii() else None
-            fields = knowledge_fields(turn, chunk.pieces, text, text_words)
-            evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
-            confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
-            labels = _unique((label for r in members for label in r.labels), 64)
-            out.append(
-                ordered({
-                    **fields,
-                    "topic": " / ".join(words[:3]) or "uncategorized",
+        key = memo.turn_key(turn) if memo is not None else b""
+        made = memo.recall(key, turn_index, budget) if memo is not None else None
+        if made is None:
+            made, truncated = _turn_candidates(meta, turn, turn_index, notes, budget, max_candidate,
+                                               base_confidence, require_signal)
+            if truncated:
+                out.extend(made)
+                return CandidateBatch(tuple(out), True)
+        out.extend(made)
+        budget -= sum(len(str(c["text"])) for c in made)
+        if memo is not None:
+            memo.note(key, turn_index, made)
+    return CandidateBatch(tuple(out), False)
+
+
+def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: int, notes: NoteIndex,
+                     budget: int, max_candidate: int, base_confidence: float,
+                     require_signal: bool) -> tuple[list[dict[str, object]], bool]:
+    """The candidates of one turn, and whether ``budget`` (characters) cut them off."""
+    out: list[dict[str, object]] = []
+    whole = "\n".join(render(r.role, r.text) for r in turn)
+    whole_words = words_of(whole)
+    signals = technical_signals(whole, whole_words)
+    if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
+        return out, False
+    for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
+        text, members = chunk.text, chunk.members
+        if len(text) > budget:
+            return out, True
+        budget -= len(text)
+        fp = fingerprint(text)
+        tokens = keyword_tokens(text)
+        words = top_words(tokens)
+        matches = notes.match(words)
+        # The chunk's word set: the turn's when it is the whole turn; for ASCII
+        # text (NFKC changes nothing) the keyword tokens are the same words.
+        text_words = whole_words if text == whole else set(tokens) if text.isascii() else None
+        fields = knowledge_fields(turn, chunk.pieces, text, text_words)
+        evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
+        confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
+        labels = _unique((label for r in members for label in r.labels), 64)
+        out.append(
+            ordered({
+                **fields,
+                "topic": " / ".join(words[:3]) or "uncategorized",
+                "confidence": confidence,
+                "source_refs": [meta.source_key],
+                "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
+                "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                "source_key": meta.source_key,
+                "session_key": meta.session_key,
+                "project_key": meta.project_key,
+                "tool": meta.tool,
+                "record_type": meta.record_type,
+                "format": meta.format,
+                "text": text,
+                "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                "language": "zh" if _CJK.search(text) else "und",
+                "created_at": members[0].created_at or meta.created_at,
+                "updated_at": members[-1].created_at or meta.updated_at,
+                "note_matches": matches,
+                "redactions": labels,
+                "conclusion_status": "unverified_inference",
+                "scores": {
+                    "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
                     "confidence": confidence,
-                    "source_refs": [meta.source_key],
-                    "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                    "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
-                    "source_key": meta.source_key,
-                    "session_key": meta.session_key,
-                    "project_key": meta.project_key,
-                    "tool": meta.tool,
-                    "record_type": meta.record_type,
-                    "format": meta.format,
-                    "text": text,
-                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
-                    "language": "zh" if _CJK.search(text) else "und",
-                    "created_at": members[0].created_at or meta.created_at,
-                    "updated_at": members[-1].created_at or meta.updated_at,
-                    "note_matches": matches,
-                    "redactions": labels,
-                    "conclusion_status": "unverified_inference",
-                    "scores": {
-                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
-                        "confidence": confidence,
-                        "novelty": 0.3 if matches else 0.7,
-                    },
-                    "decision": "jotting",
-                    "topic_keys": words[:5],
-                    "fingerprint": fp,
-                    "duplicate_of": "",
-                    "turn_index": turn_index,
-                    "chunk_index": chunk_index,
-                }, CANDIDATE_FIELDS)
-            )
-        if truncated:
-            break
-    return CandidateBatch(tuple(out), truncated)
+                    "novelty": 0.3 if matches else 0.7,
+                },
+                "decision": "jotting",
+                "topic_keys": words[:5],
+                "fingerprint": fp,
+                "duplicate_of": "",
+                "turn_index": turn_index,
+                "chunk_index": chunk_index,
+            }, CANDIDATE_FIELDS)
+        )
+    return out, False
 
 
 _DECODER = json.JSONDecoder()

@@ -64,11 +64,13 @@ from kbtools.ingest.candidates import (
 )
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
+from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MEMO_DIR, SourceMemo, memo_context, prune_memos, stored_memo
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import CHANGED_DURING_READ
 from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
+from kbtools.redact.checks import local_account
 
 if TYPE_CHECKING:
     from kbtools.ingest.workers import WorkerPool
@@ -118,6 +120,15 @@ class ProcessContext:
     # The derived filter's artifact set and threshold (see derived_key), part of
     # every candidate-lines digest: a changed set means stored lines are re-checked.
     derived_key: str = ""
+    # What extracting a changed source again takes from its previous version (see
+    # kbtools.ingest.memo): the context memos are valid under ("": none are used),
+    # where they are kept, whether this run stores its own, and the prior candidate
+    # lines of a source_key (a reader of the run's own open ledgers: set only where
+    # the workers are forked, not pickled).
+    memo_context: str = ""
+    memo_dir: Path | None = None
+    store_memos: bool = False
+    prior_lines: Callable[[str], list[bytes]] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,11 +224,27 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
                                locator_key=locator_key, stat_key=stat_key)
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format,
                       created_at, updated_at)
-    rows = pack_rows(build_rows(unit, meta, error, ctx))
+    memo = source_memo(identity, meta, ctx)
+    rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
+    if memo is not None and ctx.store_memos and ctx.memo_dir is not None:
+        memo.store(ctx.memo_dir)
     return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
                        stat_key=stat_key)
+
+
+def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
+    """The memo to extract a source with: seeded with its previous version's, if any."""
+    if not ctx.memo_context or ctx.memo_dir is None:
+        return None
+    for prior in ctx.prior.get(identity, ()):
+        blob = stored_memo(ctx.memo_dir, prior.source_key)
+        if blob:
+            read = ctx.prior_lines
+            lines = functools.partial(read, prior.source_key) if read is not None else None
+            return SourceMemo(ctx.memo_context, meta, blob, lines)
+    return SourceMemo(ctx.memo_context, meta)
 
 
 def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
@@ -280,15 +307,16 @@ def redact_error(redactor: Redactor, error: str) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
-def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext) -> SourceRows:
-    kept, events, labelled, internal = _keep_records(unit, meta, ctx)
+def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext,
+               memo: SourceMemo | None = None) -> SourceRows:
+    kept, events, labelled, internal = _keep_records(unit, meta, ctx, memo)
     truncated = unit.truncated
     candidates: list[Row] = []
     if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
         hindsight = unit.tool == "hindsight"
         batch = build_candidates(
             meta, kept, ctx.notes, max_candidate=ctx.max_candidate, max_text=ctx.max_text,
-            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3, require_signal=not hindsight,
+            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3, require_signal=not hindsight, memo=memo,
         )
         candidates = list(batch.candidates)
         truncated = truncated or batch.truncated
@@ -310,9 +338,10 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
 
 
 def _keep_records(
-    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext
+    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext, memo: SourceMemo | None = None
 ) -> tuple[list[KeptRecord], list[Row], bool, int]:
-    """Role gate → control-plane filter → derived filter → redaction, one message at a time.
+    """Role gate → control-plane filter → derived filter → redaction, one message at a time
+    (or the message's outcome as the ``memo`` recalls it).
 
     Also returns how many messages the control-plane filter dropped."""
     kept: list[KeptRecord] = []
@@ -325,20 +354,30 @@ def _keep_records(
         text = _utf8(record.text)
         if not text.strip():
             continue
-        if is_internal_text(text):
-            internal += 1
-            continue
-        if ctx.derived is not None:
-            match = ctx.derived.match(text)
-            if match is not None:
+        key = memo.message_key(record.role, text) if memo is not None else b""
+        outcome = memo.recall_message(key) if memo is not None else None
+        if outcome is None:
+            if is_internal_text(text):
+                outcome = INTERNAL
+            elif ctx.derived is not None and (match := ctx.derived.match(text)) is not None:
                 events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
-                continue
-        red = ctx.redactor.redact(text)
-        if not red.text.strip():
-            continue
-        labelled = labelled or bool(red.labels)
-        kept.append(KeptRecord(record.role, red.text, iso_time(record.created_at), record.index,
-                               tuple(red.labels)))
+                continue  # never memoised: its event is made each time
+            else:
+                red = ctx.redactor.redact(text)
+                outcome = (EMPTY if not red.text.strip()
+                           else (red.text, tuple(red.labels)) if red.labels or red.text != text
+                           else KEPT)
+        if memo is not None:
+            memo.note_message(key, outcome)
+        if isinstance(outcome, tuple):
+            red_text, labels = outcome
+        elif outcome == KEPT:
+            red_text, labels = text, ()
+        else:
+            internal += outcome == INTERNAL
+            continue  # dropped: internal, or nothing left once redacted
+        labelled = labelled or bool(labels)
+        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels))
     return kept, events, labelled, internal
 
 
@@ -813,12 +852,17 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
+        notes = NoteIndex.load(request.layout.note_root)
+        dkey = derived_key(derived)
         ctx = ProcessContext(
-            settings=request.settings, redactor=redactor, derived=derived,
-            notes=NoteIndex.load(request.layout.note_root), prior=prior.by_identity,
+            settings=request.settings, redactor=redactor, derived=derived, notes=notes, prior=prior.by_identity,
             max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
-            derived_key=derived_key(derived),
+            derived_key=dkey,
+            memo_context=memo_context(FILTER_VERSION, REDACTION_VERSION, redactor.config, local_account(), dkey,
+                                      notes.key(), config.ingest.max_candidate),
+            memo_dir=out / MEMO_DIR, store_memos=request.write,
+            prior_lines=functools.partial(prior.lines_for, "candidates"),
         )
         # The workers first: the ledger writer below starts a thread.
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
@@ -860,6 +904,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             sink.commit()
             if state.key_cache != prior.key_cache:
                 ledger.write_key_cache(out, state.key_cache)
+            prune_memos(out / MEMO_DIR, state.emitted)
             _write_reports(request, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:

@@ -1,0 +1,226 @@
+"""What extracting a changed source again can take from its previous version.
+
+An agent's session grows by appended turns, and a grown session is read whole
+again. Parsing it is cheap; what each message then costs (the control-plane
+and derived filters, redaction) and what each turn costs (knowledge fields,
+keywords, note matches) is not. A memo records, for one extracted source:
+
+- each message's outcome, by a digest of its role and raw text: kept as it
+  was, kept redacted (the redacted text and labels), dropped by the
+  control-plane filter, or dropped as empty;
+- each turn's candidates, by a digest of the turn's kept messages: the turn
+  number and the fingerprints they were written with.
+
+The next version of the same source (same identity) looks both up and works
+only on what is new. A turn's candidates are taken back from the prior
+candidates ledger, and only when every one of them is there as recorded (turn,
+chunk and fingerprint); the fields a fresh build sets from the source (its key,
+the candidate id, the turn number) and the duplicate marking are set again.
+Anything else is built again. A message the derived filter drops is never
+recorded: its event is made anew each time.
+
+A pure cache, valid under one context (:func:`memo_context`): the control-plane
+filter, the redaction rules and settings and the local account, the derived
+filter, the note index and the candidate size. Each memo is a file of its own
+under :data:`MEMO_DIR` next to the ledgers, named by source_key and written by
+the worker that extracted the source, so a rerun's own process never reads or
+writes the memos of sources it does not extract. A damaged or missing file, or
+a memo of another context, is a miss; memos of sources the ledgers no longer
+hold are removed once a run has committed (:func:`prune_memos`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+from kbtools.fsio import ensure_private_dir
+
+from kbtools.ingest.candidates import KeptRecord, SourceMeta, candidate_id, marking
+from kbtools.ingest.ledger import CANDIDATE_FIELDS, RUN_TAG, ordered
+
+MEMO_FORMAT = 1
+MEMO_DIR = "extraction-memo"
+# A message's outcome; a message kept redacted has (redacted text, labels) instead.
+KEPT = 0  # kept as it was
+EMPTY = 1  # nothing left once redacted
+INTERNAL = 2  # dropped by the control-plane filter
+Outcome = Union[int, tuple[str, tuple[str, ...]]]
+# Fingerprint characters recorded per candidate (enough to tell a line apart, not to rebuild it).
+_FP_CHARS = 16
+
+
+def memo_context(*parts: object) -> str:
+    """The context a memo is valid under: everything, besides a message or a turn
+    itself, that its outcome depends on (see the module's documentation)."""
+    return hashlib.sha256("\0".join(map(str, (MEMO_FORMAT, *parts))).encode()).hexdigest()
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=12).digest()
+
+
+class SourceMemo:
+    """The memo of one source being extracted: what its previous version recorded
+    (``prior``, a :meth:`blob`; ``prior_lines``: that version's candidate lines) and
+    what this version records, to be stored with its rows."""
+
+    def __init__(self, context: str, meta: SourceMeta, prior: bytes = b"",
+                 prior_lines: Callable[[], list[bytes]] | None = None) -> None:
+        self.context = context
+        self.meta = meta
+        self.messages: dict[bytes, Outcome] = {}
+        self.turns: dict[bytes, tuple[int, tuple[str, ...]]] = {}
+        self.recalled_messages = 0
+        self.recalled_turns = 0
+        self._old_messages, self._old_turns = _read(prior, context)
+        self._prior_lines = prior_lines if self._old_turns else None
+        self._candidates: dict[tuple[int, int], dict[str, Any]] | None = None
+
+    def blob(self) -> bytes:
+        return marshal.dumps((self.context, self.messages, self.turns))
+
+    def store(self, directory: Path) -> None:
+        """This version's memo into ``directory`` (a failure only loses the cache entry);
+        nothing for a source without messages."""
+        if not self.messages:
+            return
+        path = directory / self.meta.source_key
+        try:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            except FileNotFoundError:
+                ensure_private_dir(directory)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(self.blob())
+        except OSError:
+            pass
+
+    # -- messages -------------------------------------------------------------
+
+    @staticmethod
+    def message_key(role: str, text: str) -> bytes:
+        """``text``: valid UTF-8 (see pipeline._utf8)."""
+        return _digest(f"{role}\0{text}".encode())
+
+    def recall_message(self, key: bytes) -> Outcome | None:
+        outcome = self._old_messages.get(key)
+        if not _is_outcome(outcome):
+            return None
+        self.recalled_messages += 1
+        return outcome
+
+    def note_message(self, key: bytes, outcome: Outcome) -> None:
+        self.messages[key] = outcome
+
+    # -- turns (kbtools.ingest.candidates.TurnMemo) ----------------------------
+
+    def turn_key(self, turn: Sequence[KeptRecord]) -> bytes:
+        meta = self.meta
+        digest = hashlib.blake2b(f"{meta.tool}\0{meta.record_type}\0{meta.format}\0".encode(), digest_size=12)
+        if not all(r.created_at for r in turn):
+            # What a candidate's times fall back to.
+            digest.update(f"{meta.created_at}\0{meta.updated_at}\0".encode())
+        for r in turn:
+            # Each text's length first: no text can pass for a boundary.
+            digest.update(f"{r.role}\0{r.created_at}\0{len(r.labels)}\0{len(r.text)}\0".encode())
+            digest.update("\0".join((*r.labels, r.text)).encode())
+        return digest.digest()
+
+    def recall(self, key: bytes, turn_index: int, budget: int) -> list[dict[str, object]] | None:
+        found = self._old_turns.get(key)
+        if found is None:
+            return None
+        prior_turn, fingerprints = found
+        out: list[dict[str, object]] = []
+        for chunk_index, fp in enumerate(fingerprints):
+            row = self._prior_candidates().get((prior_turn, chunk_index))
+            if row is None or not str(row.get("fingerprint")).startswith(fp):
+                return None  # not in the prior ledger as recorded: built again
+            text = row.get("text")
+            if not isinstance(text, str) or len(text) > budget:
+                return None  # the budget cuts it off now: built again, to be cut the same way
+            budget -= len(text)
+            out.append(self._as_built(row, turn_index, chunk_index))
+        self.recalled_turns += 1
+        return out
+
+    def note(self, key: bytes, turn_index: int, candidates: Sequence[dict[str, object]]) -> None:
+        self.turns[key] = (turn_index, tuple(str(c["fingerprint"])[:_FP_CHARS] for c in candidates))
+
+    def _as_built(self, row: dict[str, Any], turn_index: int, chunk_index: int) -> dict[str, object]:
+        """A prior candidate as :func:`~kbtools.ingest.candidates.build_candidates` makes it for this source."""
+        meta = self.meta
+        fresh = dict(row)
+        fresh.pop(RUN_TAG, None)
+        fresh["decision"], fresh["duplicate_of"] = marking("")
+        fresh.update(
+            source_refs=[meta.source_key], source_key=meta.source_key, session_key=meta.session_key,
+            project_key=meta.project_key, turn_index=turn_index, chunk_index=chunk_index,
+            candidate_id=candidate_id(meta.source_key, str(row["fingerprint"]), turn_index, chunk_index),
+        )
+        return ordered(fresh, CANDIDATE_FIELDS)
+
+    def _prior_candidates(self) -> dict[tuple[int, int], dict[str, Any]]:
+        """The previous version's candidates by (turn, chunk), parsed once."""
+        if self._candidates is None:
+            self._candidates = {}
+            for line in self._prior_lines() if self._prior_lines is not None else ():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict):
+                    turn, chunk = row.get("turn_index"), row.get("chunk_index")
+                    if isinstance(turn, int) and isinstance(chunk, int):
+                        self._candidates[(turn, chunk)] = row
+        return self._candidates
+
+
+def stored_memo(directory: Path, source_key: str) -> bytes:
+    """The memo stored for ``source_key`` (empty if none)."""
+    try:
+        return (directory / source_key).read_bytes()
+    except OSError:
+        return b""
+
+
+def prune_memos(directory: Path, keep: Collection[str]) -> None:
+    """Remove the memos of sources not in ``keep`` (the source_keys the ledgers now hold)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if name not in keep:
+            try:
+                os.unlink(directory / name)
+            except OSError:
+                pass
+
+
+def _is_outcome(value: object) -> bool:
+    if isinstance(value, int):
+        return value in (KEPT, EMPTY, INTERNAL) and not isinstance(value, bool)
+    return (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+            and isinstance(value[1], tuple))
+
+
+def _read(blob: bytes, context: str) -> tuple[dict[bytes, Outcome], dict[bytes, tuple[int, tuple[str, ...]]]]:
+    """The messages and turns of a stored memo, when it is one of ``context`` (else none)."""
+    if not blob:
+        return {}, {}
+    try:
+        found = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return {}, {}
+    if (isinstance(found, tuple) and len(found) == 3 and found[0] == context
+            and isinstance(found[1], dict) and isinstance(found[2], dict)):
+        return found[1], found[2]
+    return {}, {}
