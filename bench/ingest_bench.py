@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E402
 from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
+from kbtools.ingest.memo import MEMO_FILE  # noqa: E402
 
 SUMMARY_KEYS = ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates", "errors")
 
@@ -100,10 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds = []
         for number in range(warm + runs):
             if runs > 1 and number == warm:  # every timed run starts from these ledgers
-                shutil.copytree(ledgers, before, copy_function=os.link)  # a run replaces files, never edits them
+                shutil.copytree(ledgers, before, copy_function=_snapshot)
             elif runs > 1 and number > warm:
                 shutil.rmtree(ledgers)
-                shutil.copytree(before, ledgers, copy_function=os.link)
+                shutil.copytree(before, ledgers, copy_function=_snapshot)
             result = run_phase(phase, cmd, kb, session_bytes(), logs)
             print(json.dumps(result), flush=True)
             failed |= result["exit"] != 0
@@ -113,6 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"phase": phase, "runs": runs, "min_s": min(seconds),
                               "median_s": statistics.median(seconds)}), flush=True)
     return 1 if failed else 0
+
+
+def _snapshot(src: str, dst: str) -> None:
+    """A run replaces the files it writes, except the extraction memos, which it appends
+    to: those are copied, the rest linked."""
+    if Path(src).name == MEMO_FILE:
+        shutil.copy2(src, dst)
+    else:
+        os.link(src, dst)
 
 
 if __name__ == "__main__":

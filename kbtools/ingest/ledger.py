@@ -570,6 +570,8 @@ class SourceRows:
     # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
     manifest_line: bytes | None = None
     entry: tuple[Any, ...] | None = None
+    # The source's extraction memo, when it was extracted on this run (see kbtools.ingest.memo).
+    memo: bytes = b""
 
     def materialize(self) -> None:
         """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
@@ -920,12 +922,12 @@ _KEY_CACHE_FORMAT = 4
 
 def read_key_cache(output_dir: Path) -> dict[str, bytes]:
     """rows_digest → the marshalled keys of those lines (unmarshalled when used)."""
-    cache = _read_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT)
+    cache = read_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT)
     return cache if isinstance(cache, dict) else {}
 
 
 def write_key_cache(output_dir: Path, cache: dict[str, bytes]) -> None:
-    _write_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT, cache)
+    write_cache(output_dir / KEY_CACHE_FILE, _KEY_CACHE_FORMAT, cache)
 
 
 # Where every row of the final ledgers lies, so a rerun need not scan or parse
@@ -941,34 +943,34 @@ LEDGER_INDEX_FILE = "ledger-index.marshal"
 _LEDGER_INDEX_FORMAT = (4, MANIFEST_FIELDS, CANDIDATE_FIELDS, REJECTED_FIELDS, EVENT_FIELDS)
 
 
-def _file_identity(stat: os.stat_result) -> tuple[int, int, int]:
+def file_identity(stat: os.stat_result) -> tuple[int, int, int]:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-def _checksum(payload: bytes) -> int:
+def checksum(payload: bytes) -> int:
     """Against a damaged cache file, not a forged one (whoever can write it can write the ledgers)."""
     import zlib
 
     return zlib.crc32(payload)
 
 
-def _read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
-    """What :func:`_write_cache` stored in ``path`` in format ``fmt``; None when the file is
+def read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
+    """What :func:`write_cache` stored in ``path`` in format ``fmt``; None when the file is
     absent, damaged or of another format (a cache miss)."""
     try:
-        found, checksum, payload = marshal.loads(path.read_bytes())
-        if found != fmt or checksum != _checksum(payload):
+        found, stored, payload = marshal.loads(path.read_bytes())
+        if found != fmt or stored != checksum(payload):
             return None
         return marshal.loads(payload)
     except (OSError, ValueError, EOFError, TypeError):
         return None
 
 
-def _write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
+def write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
     """``data`` (marshallable) into ``path`` with its format and checksum; a failure is ignored."""
     payload = marshal.dumps(data)
     try:
-        atomic_write_bytes(path, [marshal.dumps((fmt, _checksum(payload), payload))], durable=False)
+        atomic_write_bytes(path, [marshal.dumps((fmt, checksum(payload), payload))], durable=False)
     except OSError:
         pass  # only a cache: the next run does without
 
@@ -981,7 +983,7 @@ class LedgerIndex:
 
     def _part(self, ledger: str, stat: os.stat_result) -> Any:
         part = self._parts.get(ledger)
-        if not isinstance(part, tuple) or len(part) != 2 or part[0] != _file_identity(stat):
+        if not isinstance(part, tuple) or len(part) != 2 or part[0] != file_identity(stat):
             return None
         return part[1]
 
@@ -1007,14 +1009,14 @@ class LedgerIndex:
 
 
 def read_ledger_index(output_dir: Path) -> LedgerIndex | None:
-    parts = _read_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT)
+    parts = read_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT)
     return LedgerIndex(parts) if isinstance(parts, dict) else None
 
 
 def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, Any]]) -> None:
     """``parts``: per ledger, the stat of the file as written and what to keep of it."""
-    data = {name: (_file_identity(stat), kept) for name, (stat, kept) in parts.items()}
-    _write_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT, data)
+    data = {name: (file_identity(stat), kept) for name, (stat, kept) in parts.items()}
+    write_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT, data)
 
 
 def remove_stale_files(output_dir: Path) -> None:

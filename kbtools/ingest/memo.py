@@ -21,12 +21,11 @@ recorded: its event is made anew each time.
 
 A pure cache, valid under one context (:func:`memo_context`): the control-plane
 filter, the redaction rules and settings and the local account, the derived
-filter, the note index and the candidate size. Each memo is a file of its own
-under :data:`MEMO_DIR` next to the ledgers, named by source_key and written by
-the worker that extracted the source, so a rerun's own process never reads or
-writes the memos of sources it does not extract. A damaged or missing file, or
-a memo of another context, is a miss; memos of sources the ledgers no longer
-hold are removed once a run has committed (:func:`prune_memos`).
+filter, the note index and the candidate size. The memos of the sources the
+ledgers hold are kept next to them (:class:`MemoStore`): one file of memos,
+appended to, and an index by source_key, so a rerun loads only the index and a
+worker reads only the memos it uses. A damaged or missing file or entry, or a
+memo of another context, is a miss.
 """
 
 from __future__ import annotations
@@ -35,17 +34,20 @@ import hashlib
 import json
 import marshal
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union
 
-from kbtools.fsio import ensure_private_dir
-
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, candidate_id, marking
-from kbtools.ingest.ledger import CANDIDATE_FIELDS, RUN_TAG, ordered
+from kbtools.ingest.ledger import CANDIDATE_FIELDS, RUN_TAG, checksum, ordered, read_cache, write_cache
 
-MEMO_FORMAT = 1
-MEMO_DIR = "extraction-memo"
+MEMO_FORMAT = 2
+MEMO_FILE = "extraction-memo.bin"
+MEMO_INDEX = "extraction-memo.index"
+# The memo file is written anew, with only the memos in use, once they are less than this share of it.
+_LIVE_SHARE = 0.5
+# New memos are appended once this many bytes of them are waiting (memory stays flat).
+_FLUSH_BYTES = 1 << 20
 # A message's outcome; a message kept redacted has (redacted text, labels) instead.
 KEPT = 0  # kept as it was
 EMPTY = 1  # nothing left once redacted
@@ -84,23 +86,6 @@ class SourceMemo:
 
     def blob(self) -> bytes:
         return marshal.dumps((self.context, self.messages, self.turns))
-
-    def store(self, directory: Path) -> None:
-        """This version's memo into ``directory`` (a failure only loses the cache entry);
-        nothing for a source without messages."""
-        if not self.messages:
-            return
-        path = directory / self.meta.source_key
-        try:
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            except FileNotFoundError:
-                ensure_private_dir(directory)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(self.blob())
-        except OSError:
-            pass
 
     # -- messages -------------------------------------------------------------
 
@@ -183,26 +168,131 @@ class SourceMemo:
         return self._candidates
 
 
-def stored_memo(directory: Path, source_key: str) -> bytes:
-    """The memo stored for ``source_key`` (empty if none)."""
-    try:
-        return (directory / source_key).read_bytes()
-    except OSError:
-        return b""
+class MemoStore:
+    """The memos of the sources in the ledgers of ``directory``: :data:`MEMO_FILE`, memos
+    one after another, appended to by each run, and :data:`MEMO_INDEX`, where each one is
+    (offset, length, checksum) by source_key; a memo whose bytes do not match is a miss
+    (so a copied folder keeps its memos, and a replaced file loses them).
+
+    Opened before the workers fork: a worker reads the memos it needs by ``pread``. The
+    run's own process keeps the memo of each source it writes (:meth:`keep`: the new one,
+    appended as the run goes, or the source's old one) and on :meth:`commit` writes the
+    index of the kept ones; the file is written anew once most of it is memos no source
+    uses. A pure cache: a crash at any point leaves at worst memos that are a miss.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.index: dict[str, tuple[int, int, int]] = {}  # as found
+        self.kept: dict[str, tuple[int, int, int]] = {}  # as the next run will find it
+        self._read_fd = -1
+        self._write_fd = -1
+        self._size = 0  # where the next memo goes
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._broken = False
+
+    @classmethod
+    def open(cls, directory: Path) -> MemoStore:
+        store = cls(directory)
+        found = read_cache(directory / MEMO_INDEX, MEMO_FORMAT)
+        try:
+            store._read_fd = os.open(directory / MEMO_FILE, os.O_RDONLY)
+        except OSError:
+            return store
+        store._size = os.fstat(store._read_fd).st_size
+        if isinstance(found, dict):
+            store.index = found
+        return store
+
+    def get(self, source_key: str) -> bytes:
+        """The stored memo of ``source_key`` (empty if none, or damaged)."""
+        entry = self.index.get(source_key)
+        if entry is None:
+            return b""
+        try:
+            offset, length, crc = entry
+            blob = os.pread(self._read_fd, length, offset)
+        except (OSError, TypeError, ValueError, OverflowError):  # a damaged entry is a miss
+            return b""
+        return blob if len(blob) == length and checksum(blob) == crc else b""
+
+    def keep(self, source_key: str, blob: bytes) -> None:
+        """``source_key`` stays in the ledgers with this new memo (or, if empty, its old one)."""
+        if blob:
+            self.kept[source_key] = (self._size + self._pending_size, len(blob), checksum(blob))
+            self._pending.append(blob)
+            self._pending_size += len(blob)
+            if self._pending_size >= _FLUSH_BYTES:
+                self._flush()
+        elif source_key in self.index:
+            self.kept[source_key] = self.index[source_key]
+
+    def commit(self) -> None:
+        """The index of the kept memos written, once they are all in the file
+        (a failure loses only the cache)."""
+        try:
+            self._flush()
+            if self._broken or (self.kept == self.index and self._write_fd < 0):
+                return
+            live = sum(length for _, length, _ in self.kept.values())
+            if self._size > _FLUSH_BYTES and live < _LIVE_SHARE * self._size:
+                self._rewrite()
+            write_cache(self.directory / MEMO_INDEX, MEMO_FORMAT, self.kept)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._read_fd = self._write_fd = -1
+
+    def _flush(self) -> None:
+        if not self._pending or self._broken:
+            return
+        data = b"".join(self._pending)
+        self._pending, self._pending_size = [], 0
+        try:
+            if self._write_fd < 0:
+                self._write_fd = os.open(self.directory / MEMO_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+                if os.fstat(self._write_fd).st_size != self._size:
+                    raise OSError("the memo file changed since it was opened")  # offsets would not hold
+            _pwrite_all(self._write_fd, data, self._size)
+            self._size += len(data)
+        except OSError:
+            self._broken = True  # nothing more is written; the old index stays as it was
+
+    def _rewrite(self) -> None:
+        """Only the kept memos, into a new file."""
+        chunks: list[bytes] = []
+        kept: dict[str, tuple[int, int, int]] = {}
+        offset = 0
+        source = self._write_fd if self._write_fd >= 0 else self._read_fd
+        for key, (at, length, crc) in self.kept.items():
+            blob = os.pread(source, length, at)
+            if len(blob) == length:
+                kept[key] = (offset, length, crc)
+                chunks.append(blob)
+                offset += length
+        tmp = self.directory / f".{MEMO_FILE}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _pwrite_all(fd, b"".join(chunks), 0)
+            os.replace(tmp, self.directory / MEMO_FILE)
+        except BaseException:
+            os.close(fd)
+            raise
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+        self._write_fd, self._size, self.kept = fd, offset, kept
 
 
-def prune_memos(directory: Path, keep: Collection[str]) -> None:
-    """Remove the memos of sources not in ``keep`` (the source_keys the ledgers now hold)."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        if name not in keep:
-            try:
-                os.unlink(directory / name)
-            except OSError:
-                pass
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def _is_outcome(value: object) -> bool:

@@ -64,7 +64,7 @@ from kbtools.ingest.candidates import (
 )
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
-from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MEMO_DIR, SourceMemo, memo_context, prune_memos, stored_memo
+from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo, memo_context
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import CHANGED_DURING_READ
@@ -121,14 +121,14 @@ class ProcessContext:
     # every candidate-lines digest: a changed set means stored lines are re-checked.
     derived_key: str = ""
     # What extracting a changed source again takes from its previous version (see
-    # kbtools.ingest.memo): the context memos are valid under ("": none are used),
-    # where they are kept, whether this run stores its own, and the prior candidate
-    # lines of a source_key (a reader of the run's own open ledgers: set only where
-    # the workers are forked, not pickled).
+    # kbtools.ingest.memo): the context memos are valid under, the stored memos and
+    # the prior candidate lines of a source_key (both read through the run's own open
+    # files: set only where the workers are forked, never pickled), and whether this
+    # run's memos are kept.
     memo_context: str = ""
-    memo_dir: Path | None = None
-    store_memos: bool = False
+    memo_store: MemoStore | None = None
     prior_lines: Callable[[str], list[bytes]] | None = None
+    keep_memos: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,18 +228,19 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
-    if memo is not None and ctx.store_memos and ctx.memo_dir is not None:
-        memo.store(ctx.memo_dir)
+    if memo is not None and memo.messages and ctx.keep_memos:
+        rows.memo = memo.blob()
     return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
                        stat_key=stat_key)
 
 
 def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
     """The memo to extract a source with: seeded with its previous version's, if any."""
-    if not ctx.memo_context or ctx.memo_dir is None:
+    store = ctx.memo_store
+    if not ctx.memo_context or store is None:
         return None
     for prior in ctx.prior.get(identity, ()):
-        blob = stored_memo(ctx.memo_dir, prior.source_key)
+        blob = store.get(prior.source_key)
         if blob:
             read = ctx.prior_lines
             lines = functools.partial(read, prior.source_key) if read is not None else None
@@ -848,10 +849,12 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     out = request.output_dir
     lock = ledger.IngestLock(out) if request.write else None
     prior = PriorState()
+    memos = MemoStore(out)
     sink: LedgerSink = LedgerSink()
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
+        memos = MemoStore.open(out)
         notes = NoteIndex.load(request.layout.note_root)
         dkey = derived_key(derived)
         ctx = ProcessContext(
@@ -861,8 +864,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             derived_key=dkey,
             memo_context=memo_context(FILTER_VERSION, REDACTION_VERSION, redactor.config, local_account(), dkey,
                                       notes.key(), config.ingest.max_candidate),
-            memo_dir=out / MEMO_DIR, store_memos=request.write,
-            prior_lines=functools.partial(prior.lines_for, "candidates"),
+            memo_store=memos, prior_lines=functools.partial(prior.lines_for, "candidates"),
+            keep_memos=request.write,
         )
         # The workers first: the ledger writer below starts a thread.
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
@@ -904,7 +907,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             sink.commit()
             if state.key_cache != prior.key_cache:
                 ledger.write_key_cache(out, state.key_cache)
-            prune_memos(out / MEMO_DIR, state.emitted)
+            memos.commit()
             _write_reports(request, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:
@@ -918,6 +921,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         if pool is not None:
             pool.kill()  # a no-op once outcomes() closed it
         prior.close()
+        memos.close()
         if lock is not None:
             lock.release()
 
@@ -1022,6 +1026,8 @@ class _RunState:
         if rows.manifest["rows_digest"] != digest:
             rows.full_manifest()["rows_digest"] = digest
         self.key_cache[digest] = keys_blob
+        if self.ctx.memo_store is not None:
+            self.ctx.memo_store.keep(rows.manifest["source_key"], rows.memo)
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
         self.journalled += journal

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.ingest.candidates import NoteIndex, SourceMeta
-from kbtools.ingest.memo import MEMO_DIR, SourceMemo
+from kbtools.ingest.memo import MEMO_FILE, MEMO_INDEX, MemoStore, SourceMemo
 from kbtools.ingest.model import Record, SourceSettings, SourceUnit
 from kbtools.ingest.pipeline import ProcessContext, build_rows, pack_rows
 from kbtools.redact import Redactor
@@ -143,22 +143,30 @@ def test_a_grown_session_is_ingested_the_same_with_and_without_memos(env: Ingest
     session = dict(session_id="grows", cwd="/home/a/proj")
     write_omp_session(env.omp, [m for turn in turns[:3] for m in turn], **session)  # type: ignore[arg-type]
     env.run()
-    memos = env.out / MEMO_DIR
     (first,) = env.rows("manifest", tool="omp")
-    assert [p.name for p in memos.iterdir()] == [first["source_key"]]
+    assert _stored(env.out) == {first["source_key"]}
 
     write_omp_session(env.omp, [m for turn in turns for m in turn], **session)  # type: ignore[arg-type]
     without = tmp_path / "without-memos"
     shutil.copytree(env.out, without)
-    shutil.rmtree(without / MEMO_DIR)
+    (without / MEMO_INDEX).unlink()
     env.run()
     env.run("--output-dir", str(without))
 
     assert _ledgers(env.out) == _ledgers(without)
     (grown,) = env.rows("manifest", tool="omp")
     assert grown["candidate_count"] == 4 and grown["source_key"] != first["source_key"]
-    # The superseded version's memo is gone once the run committed.
-    assert [p.name for p in memos.iterdir()] == [grown["source_key"]]
+    # The superseded version's memo is no longer kept.
+    assert _stored(env.out) == {grown["source_key"]}
+
+
+def _stored(out: Path) -> set[str]:
+    """The source_keys with a readable memo in ``out``."""
+    store = MemoStore.open(out)
+    try:
+        return {key for key in store.index if store.get(key)}
+    finally:
+        store.close()
 
 
 def test_a_dry_run_stores_no_memos(env: IngestEnv) -> None:
@@ -182,3 +190,105 @@ def test_a_turn_without_times_is_recalled_only_while_the_source_times_it_falls_b
         got = build_rows(_unit(records), memo.meta, "", ctx, memo)
         assert got == build_rows(_unit(records), memo.meta, "", ctx)
         assert {c["updated_at"] for c in got.candidates} == {updated} and memo.recalled_turns == recalled
+
+
+def _blob(n: int, size: int = 100) -> bytes:
+    return bytes([n % 251]) * size
+
+
+def _reopen(out: Path) -> MemoStore:
+    return MemoStore.open(out)
+
+
+def test_the_store_keeps_new_memos_and_carries_old_ones_across_runs(tmp_path: Path) -> None:
+    store = _reopen(tmp_path)
+    for n in range(3):
+        store.keep(f"k{n}", _blob(n))
+    store.keep("nothing", b"")  # no memo, none before: not kept
+    store.commit()
+    store.close()
+
+    store = _reopen(tmp_path)
+    assert {key: store.get(key) for key in store.index} == {f"k{n}": _blob(n) for n in range(3)}
+    store.keep("k0", b"")  # unchanged: its old memo stays
+    store.keep("k3", _blob(3))  # new
+    store.keep("k1", _blob(9))  # a new version under the same key
+    store.commit()  # k2 is gone from the ledgers
+    store.close()
+
+    store = _reopen(tmp_path)
+    assert {key: store.get(key) for key in store.index} == {"k0": _blob(0), "k1": _blob(9), "k3": _blob(3)}
+    assert (tmp_path / MEMO_FILE).stat().st_size == 500  # appended, not rewritten (small)
+    store.close()
+
+
+def test_a_damaged_memo_or_a_replaced_file_is_a_miss_and_a_copied_folder_keeps_its_memos(tmp_path: Path) -> None:
+    out = tmp_path / "ledgers"
+    out.mkdir()
+    store = _reopen(out)
+    for n in range(3):
+        store.keep(f"k{n}", _blob(n))
+    store.commit()
+    store.close()
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+
+    with (out / MEMO_FILE).open("r+b") as memo:
+        memo.seek(150)
+        memo.write(b"x")  # inside k1's memo
+    store = _reopen(out)
+    assert [store.get(f"k{n}") for n in range(3)] == [_blob(0), b"", _blob(2)]
+    store.close()
+
+    (out / MEMO_FILE).write_bytes(b"y" * 300)  # another file altogether
+    store = _reopen(out)
+    assert [store.get(f"k{n}") for n in range(3)] == [b"", b"", b""]
+    store.close()
+
+    store = _reopen(copy)
+    assert [store.get(f"k{n}") for n in range(3)] == [_blob(n) for n in range(3)]
+    store.close()
+
+
+def test_new_memos_reach_the_file_as_the_run_goes_and_an_unfinished_run_loses_nothing_older(tmp_path: Path) -> None:
+    store = _reopen(tmp_path)
+    store.keep("old", _blob(1))
+    store.commit()
+    store.close()
+
+    store = _reopen(tmp_path)
+    big = 300_000
+    for n in range(5):
+        store.keep(f"new{n}", _blob(n, big))
+    assert (tmp_path / MEMO_FILE).stat().st_size >= 1 << 20  # flushed before commit: memory stays flat
+    store.close()  # killed before commit: the index is the old one
+
+    store = _reopen(tmp_path)
+    assert list(store.index) == ["old"] and store.get("old") == _blob(1)
+    store.keep("old", b"")
+    store.keep("next", _blob(7))  # appended after what the unfinished run left
+    store.commit()
+    store.close()
+    store = _reopen(tmp_path)
+    assert {key: store.get(key) for key in store.index} == {"old": _blob(1), "next": _blob(7)}
+    store.close()
+
+
+def test_a_file_mostly_of_unused_memos_is_written_anew(tmp_path: Path) -> None:
+    store = _reopen(tmp_path)
+    for n in range(8):
+        store.keep(f"k{n}", _blob(n, 300_000))
+    store.commit()
+    store.close()
+    assert (tmp_path / MEMO_FILE).stat().st_size == 2_400_000
+
+    store = _reopen(tmp_path)
+    store.keep("k0", b"")
+    store.keep("k9", _blob(9, 300_000))  # the rest left the ledgers
+    store.commit()
+    store.close()
+
+    assert (tmp_path / MEMO_FILE).stat().st_size == 600_000
+    store = _reopen(tmp_path)
+    assert {key: store.get(key) for key in store.index} == {"k0": _blob(0, 300_000), "k9": _blob(9, 300_000)}
+    store.close()
