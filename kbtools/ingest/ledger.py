@@ -292,6 +292,9 @@ def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
+_READ_AHEAD = 256 * 1024
+
+
 @dataclass
 class PriorState:
     """The previous ledgers merged with the partial journal, indexed by byte offset.
@@ -317,6 +320,9 @@ class PriorState:
     # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
     _digests: dict[str, str] = field(default_factory=dict)
     _digest_context: str = ""
+    # The manifest bytes last read ahead (file number, offset, bytes): rows are re-emitted
+    # in file order, so one read serves many (a read a row cost more than the row itself).
+    _ahead: tuple[int, int, bytes] = (-1, 0, b"")
 
     @classmethod
     def load(cls, output_dir: Path) -> PriorState:
@@ -507,7 +513,11 @@ class PriorState:
         if not digest.length or digest.from_journal:
             return None
         number, offset = digest.location
-        line = os.pread(self._handles[number].fileno(), digest.length, offset)
+        ahead_number, start, data = self._ahead
+        if ahead_number != number or not start <= offset <= offset + digest.length <= start + len(data):
+            start, data = offset, os.pread(self._handles[number].fileno(), max(digest.length, _READ_AHEAD), offset)
+            self._ahead = (number, start, data)
+        line = data[offset - start:offset - start + digest.length]
         return restamped(line, run_at) if len(line) == digest.length else None
 
     def rows_for(self, ledger: str, source_key: str) -> Iterator[Row]:
