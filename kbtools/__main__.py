@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kbtools.cli import main
+from kbtools.cli import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

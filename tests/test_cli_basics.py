@@ -35,3 +35,16 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path):
         proc.kill()
     assert proc.returncode == 130
     assert err == "kb: interrupted\n"
+
+
+def test_the_kb_process_leaves_at_once_with_all_its_output_and_its_exit_code(tmp_path):
+    """`kb` ends with os._exit (no interpreter teardown): what it printed, through a pipe
+    and buffered, still arrives whole, and its exit code is the command's."""
+    import json
+
+    lines = "".join(json.dumps({"text": f"line {n} " + "x" * 200}) + "\n" for n in range(2_000))
+    result = run_kb_process("redact", "--jsonl", cwd=tmp_path, stdin=lines)
+    assert result.code == 0, result.err
+    assert [json.loads(line)["text"] for line in result.out.splitlines()] == [
+        json.loads(line)["text"] for line in lines.splitlines()]
+    assert run_kb_process("lint", "--root", str(tmp_path / "missing"), cwd=tmp_path).code == 2

@@ -8,8 +8,10 @@ Each subcommand lives in its own module under ``kbtools.cli`` and exposes
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import typer
 
@@ -109,3 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == ExitCode.INTERRUPTED:  # typer >= 0.26 turns Ctrl-C into a silent exit code 130
         print("kb: interrupted", file=sys.stderr)
     return code
+
+
+def run() -> NoReturn:
+    """The ``kb`` command: :func:`main`, then out of the process at once. Every file
+    has been written and closed by then; the interpreter's teardown (freeing each
+    module and object in turn) would cost an unchanged ``kb ingest`` rerun a tenth of
+    its time, and any command about 10 ms."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            pass
+    os._exit(code)
