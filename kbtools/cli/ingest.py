@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -46,8 +45,7 @@ def register(app: typer.Typer) -> None:
             "prompt_history": prompt_history, "claude_dir": claude_dir, "hindsight_url": hindsight_url,
             "skip_hindsight": skip_hindsight or None,
         }
-        settings = dataclasses.replace(
-            sources.resolve_settings(config, flags),
+        settings = sources.resolve_settings(config, flags)._replace(
             hindsight_timeout=config.ingest.hindsight_timeout,
             hindsight_retries=config.ingest.hindsight_retries,
         )

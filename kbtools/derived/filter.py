@@ -21,7 +21,7 @@ import hashlib
 import marshal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from blake3 import blake3
 
@@ -34,8 +34,7 @@ from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 
 
-@dataclass(frozen=True)
-class DerivedMatch:
+class DerivedMatch(NamedTuple):
     name: str
     path: str
     sha256: str

@@ -23,7 +23,6 @@ from bisect import bisect_left, bisect_right
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -46,19 +45,17 @@ NOTE_KEYWORDS = 40
 ROLES = ("user", "assistant")
 
 
-@dataclass(frozen=True)
-class KeptRecord:
+class KeptRecord(NamedTuple):
     """A record that passed the role gate, the control-plane and derived filters and redaction."""
 
     role: str
     text: str  # redacted
     created_at: str
-    index: int
+    index: int  # type: ignore[assignment]  # the record's (not tuple.index)
     labels: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SourceMeta:
+class SourceMeta(NamedTuple):
     """What a candidate row needs to know about its source (all hashed or public)."""
 
     source_key: str
@@ -71,8 +68,7 @@ class SourceMeta:
     updated_at: str
 
 
-@dataclass(frozen=True)
-class CandidateBatch:
+class CandidateBatch(NamedTuple):
     candidates: tuple[dict[str, object], ...]
     truncated: bool  # the budget cut off kept text
 
@@ -137,14 +133,16 @@ def _pieces(record: KeptRecord, limit: int) -> Iterator[str]:
         text = text[cut:].lstrip()
 
 
-@dataclass
 class _Chunk:
     """One candidate's share of a turn: its rendered text, records and (role, text) pieces."""
 
-    lines: list[str] = field(default_factory=list)
-    members: list[KeptRecord] = field(default_factory=list)
-    pieces: list[tuple[str, str]] = field(default_factory=list)
-    size: int = 0
+    __slots__ = ("lines", "members", "pieces", "size")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.members: list[KeptRecord] = []
+        self.pieces: list[tuple[str, str]] = []
+        self.size = 0
 
     @property
     def text(self) -> str:
@@ -205,15 +203,14 @@ _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTAL
 _TITLE = re.compile(r"^(?:title|tags|description):[ \t]*(.*)$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class NoteIndex:
+class NoteIndex(NamedTuple):
     """Keyword → note slugs, from the notes' titles and bodies (never their frontmatter keys).
 
     The reference took the first 12 tokens of each file, frontmatter included,
     so every note "matched" on `title`, `kind`, `concept`….
     """
 
-    by_keyword: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_keyword: Mapping[str, tuple[str, ...]] = {}  # never changed: a Mapping, shared by default
 
     @classmethod
     def load(cls, note_root: Path) -> NoteIndex:
@@ -621,8 +618,7 @@ def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: i
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True)
-class DedupKey:
+class DedupKey(NamedTuple):
     """What the ledger-wide duplicate marking needs of one candidate, computed where
     the candidate is built (a worker process), so the ledger writer gets no text."""
 
@@ -634,7 +630,7 @@ class DedupKey:
 
     @classmethod
     def of(cls, candidate: Mapping[str, object]) -> DedupKey:
-        return cls._make(candidate.get)
+        return cls._read(candidate.get)
 
     @classmethod
     def of_line(cls, line: bytes) -> DedupKey:
@@ -648,10 +644,10 @@ class DedupKey:
             at = row.find(f'"{name}":')
             return default if at < 0 else _DECODER.raw_decode(row, at + len(name) + 3)[0]
 
-        return cls._make(value)
+        return cls._read(value)
 
     @classmethod
-    def _make(cls, value: Callable[..., object]) -> DedupKey:
+    def _read(cls, value: Callable[..., object]) -> DedupKey:
         text = str(value("text", ""))
         bodies = _FENCE_BODY.findall(text) if "```" in text else ()
         errors = value("error_messages")

@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, IO, NamedTuple
 
 from kbtools.errors import KbError
 from kbtools.fsio import (
@@ -533,8 +533,7 @@ class PriorState:
 # --------------------------------------------------------------------------- writers
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """Candidate lines of one source still in the prior ledger: where each starts, where the last ends."""
 
     fd: int

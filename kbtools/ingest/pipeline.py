@@ -40,10 +40,10 @@ import json
 import marshal
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbtools.config import Config
 from kbtools.errors import KbError
@@ -89,8 +89,7 @@ NO_KNOWLEDGE = "no_reusable_technical_knowledge"
 DERIVED_ONLY = "derived_excluded"
 
 
-@dataclass(frozen=True)
-class IngestRequest:
+class IngestRequest(NamedTuple):
     config: Config
     layout: Layout
     settings: SourceSettings
@@ -101,8 +100,7 @@ class IngestRequest:
     jobs: int = 1
 
 
-@dataclass(frozen=True)
-class ProcessContext:
+class ProcessContext(NamedTuple):
     """Everything :func:`process_unit` needs; all of it pickles."""
 
     settings: SourceSettings
@@ -113,7 +111,7 @@ class ProcessContext:
     max_candidate: int
     max_text: int
     run_at: str
-    by_locator: Mapping[str, PriorSource] = field(default_factory=dict)
+    by_locator: Mapping[str, PriorSource] = {}  # never changed: a Mapping, shared by default
     # A file modified after this (ns since the epoch) may change again within
     # its mtime granularity: its version is not cached (git's "racy" entries).
     racy_after_ns: int = 0
@@ -131,8 +129,7 @@ class ProcessContext:
     keep_memos: bool = False
 
 
-@dataclass(frozen=True)
-class UnitOutcome:
+class UnitOutcome(NamedTuple):
     identity: str
     source_key: str
     created_at: str | None  # None: keep the prior row's (the source was not read)
@@ -148,23 +145,21 @@ class UnitOutcome:
         return self.rows is not None and self.rows.manifest["parse_status"] == "failed"
 
 
-@dataclass
 class Counts:
-    discovered: int = 0
-    processed: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    failed: int = 0
-    candidates: int = 0
-    rejected: int = 0
-    duplicates: int = 0
-    errors: int = 0
-    derived_excluded: int = 0
-    truncated_sources: int = 0
-    reused_unread: int = 0
-    carried_forward: int = 0
-    pruned: int = 0
-    internal_filtered: int = 0
+    """What the run tallies, as the summary reports it."""
+
+    FIELDS = (
+        "discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates",
+        "errors", "derived_excluded", "truncated_sources", "reused_unread", "carried_forward", "pruned",
+        "internal_filtered",
+    )
+    __slots__ = FIELDS
+
+    def __init__(self) -> None:
+        self.discovered = self.processed = self.unchanged = self.skipped = self.failed = 0
+        self.candidates = self.rejected = self.duplicates = self.errors = self.derived_excluded = 0
+        self.truncated_sources = self.reused_unread = self.carried_forward = self.pruned = 0
+        self.internal_filtered = 0
 
     def add(self, rows: SourceRows, duplicates: int) -> None:
         """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
@@ -181,9 +176,8 @@ class Counts:
         self.internal_filtered += int(manifest.get("internal_filtered") or 0)
 
 
-@dataclass(frozen=True)
-class IngestSummary:
-    values: dict[str, Any] = field(default_factory=dict)
+class IngestSummary(NamedTuple):
+    values: dict[str, Any]
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:

@@ -33,7 +33,6 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbtools.fsio import write_all
@@ -47,12 +46,14 @@ class WorkerDied(RuntimeError):
     """A worker exited or was killed while it owed results."""
 
 
-@dataclass
 class _Worker:
-    pid: int
-    task_fd: int  # the run writes tasks here
-    result_fd: int  # and reads results here
-    owed: deque[int] = field(default_factory=deque)  # tickets sent, in order
+    __slots__ = ("pid", "task_fd", "result_fd", "owed")
+
+    def __init__(self, pid: int, task_fd: int, result_fd: int) -> None:
+        self.pid = pid
+        self.task_fd = task_fd  # the run writes tasks here
+        self.result_fd = result_fd  # and reads results here
+        self.owed: deque[int] = deque()  # tickets sent, in order
 
 
 class WorkerPool:

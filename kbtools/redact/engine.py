@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtools.config import RedactionConfig
 from kbtools.redact.checks import Candidate
@@ -26,21 +25,18 @@ ALLOW_PRAGMA = "kb:allow-secret"
 _MAX_PASSES = 4
 
 
-@dataclass(frozen=True)
-class Redacted:
+class Redacted(NamedTuple):
     text: str
     labels: tuple[str, ...]  # placeholders applied, each once, in first-hit order (text order)
 
 
-@dataclass(frozen=True)
-class SecretHit:
+class SecretHit(NamedTuple):
     start: int
     end: int
     kind: str  # the rule id, e.g. "github-token"; never the secret
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     start: int
     end: int
     rule: int  # index into the redactor's rules

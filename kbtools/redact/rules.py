@@ -662,9 +662,6 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES_BY_ID = {rule.id: rule for rule in RULES}
-
-
 def rules_fingerprint() -> str:
     """A digest of the redaction code (the rules, their checks and the engine).
 

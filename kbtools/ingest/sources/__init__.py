@@ -36,9 +36,8 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
@@ -50,8 +49,7 @@ Load = Callable[[SourceRef, SourceSettings], SourceUnit]
 Needed = Callable[[SourceSettings], bool]
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     name: str
     discover: Discover
     load: Load

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,23 +75,27 @@ def is_subagent_file(path: Path) -> bool:
     return path.name.startswith("agent-") or path.parent.name == "subagents"
 
 
-@dataclass
 class _Message:
-    role: str
-    created: Any
-    index: int
-    texts: list[str] = field(default_factory=list)
+    __slots__ = ("role", "created", "index", "texts")
+
+    def __init__(self, role: str, created: Any, index: int, texts: list[str] | None = None) -> None:
+        self.role = role
+        self.created = created
+        self.index = index
+        self.texts = texts if texts is not None else []
 
 
-@dataclass
 class _Transcript:
-    subagent: bool
-    session_id: str | None = None
-    cwd: str | None = None
-    agent_id: str | None = None
-    started: Any = None
-    messages: list[_Message] = field(default_factory=list)
-    by_api_id: dict[str, _Message] = field(default_factory=dict)
+    __slots__ = ("subagent", "session_id", "cwd", "agent_id", "started", "messages", "by_api_id")
+
+    def __init__(self, subagent: bool) -> None:
+        self.subagent = subagent
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+        self.agent_id: str | None = None
+        self.started: Any = None
+        self.messages: list[_Message] = []
+        self.by_api_id: dict[str, _Message] = {}
 
     def note_identity(self, obj: dict[str, Any]) -> None:
         if self.session_id is None and isinstance(obj.get("sessionId"), str):

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Container, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -200,12 +199,14 @@ def mtime_iso(st: os.stat_result) -> str:
     return iso_time(st.st_mtime_ns / 1_000_000)
 
 
-@dataclass
 class LineIssues:
     """Counts of unreadable lines, with the first line number of each kind."""
 
-    counts: dict[str, int] = field(default_factory=dict)
-    first_line: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("counts", "first_line")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.first_line: dict[str, int] = {}
 
     def note(self, kind: str, line_no: int) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -395,13 +396,15 @@ class JsonlScan:
         )
 
 
-@dataclass
 class ProseBudget:
     """Caps the prose a unit retains (first fit, like the pipeline's budget)."""
 
-    cap: int
-    used: int = 0
-    truncated: bool = False
+    __slots__ = ("cap", "used", "truncated")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.used = 0
+        self.truncated = False
 
     @classmethod
     def for_max_text(cls, max_text: int) -> ProseBudget:

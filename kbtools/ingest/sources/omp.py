@@ -22,9 +22,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
@@ -73,8 +72,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     return _load_session(ref, settings)
 
 
-@dataclass(frozen=True, slots=True)  # one per tree entry of a file: keep it small
-class _Entry:
+class _Entry(NamedTuple):  # one per tree entry of a file: keep it small
     entry_id: str | None
     parent_id: str | None
     record: Record | None

@@ -38,9 +38,8 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
@@ -84,8 +83,7 @@ def database_files(pattern: Path | None) -> list[Path]:
     return [pattern] if pattern.is_file() else []
 
 
-@dataclass(frozen=True)
-class _DbSession:
+class _DbSession(NamedTuple):
     db: str
     session_id: str
     project: str
@@ -172,15 +170,17 @@ def _failed(ref: SourceRef, session_id: str, project: str, error: str) -> Source
     return unit
 
 
-@dataclass
 class _Collector:
     """Builds one record per message from its text parts, in order."""
 
-    budget: ProseBudget
-    records: list[Record] = field(default_factory=list)
-    malformed: int = 0
-    _texts: list[str] = field(default_factory=list)
-    _current: tuple[str, Any, int] | None = None
+    __slots__ = ("budget", "records", "malformed", "_texts", "_current")
+
+    def __init__(self, budget: ProseBudget) -> None:
+        self.budget = budget
+        self.records: list[Record] = []
+        self.malformed = 0
+        self._texts: list[str] = []
+        self._current: tuple[str, Any, int] | None = None
 
     def start(self, role: str, created: Any, index: int) -> None:
         self.flush()
