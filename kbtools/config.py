@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kbtools.errors import ConfigError
 
@@ -23,13 +22,12 @@ CONFIG_FILE = ".kb.yaml"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class PathsConfig:
+class PathsConfig(NamedTuple):
     raw: str = "src/content/raw"
     raw_manifest: str = "src/content/raw/.manifest.sha256"
     notes: str = "src/content/note"
     # `{locale}` is replaced by the canonical locale.
-    index: str = "src/content/information/{locale}/kb-index.md"
+    index: str = "src/content/information/{locale}/kb-index.md"  # type: ignore[assignment]  # not tuple.index
     log: str = "src/content/information/{locale}/kb-log.md"
     artifact_manifest: str = "src/content/note/.manifest.jsonl"
     ingest_output: str = ".agent/kb-ingest"
@@ -37,14 +35,12 @@ class PathsConfig:
     kb_md: str = "KB.md"
 
 
-@dataclass(frozen=True)
-class EnumsConfig:
+class EnumsConfig(NamedTuple):
     kind: tuple[str, ...] = ("concept", "entity", "synthesis")
     status: tuple[str, ...] = ("active", "provisional", "deprecated")
 
 
-@dataclass(frozen=True)
-class RedactionConfig:
+class RedactionConfig(NamedTuple):
     # Absolute paths under these prefixes are well-known system paths, not private.
     # Not `/tmp/`: temp files carry user, project and task names (the reference contract
     # test requires `/tmp/<name>.html` to be redacted).
@@ -62,8 +58,7 @@ class RedactionConfig:
     private_domains: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class IngestConfig:
+class IngestConfig(NamedTuple):
     omp_sessions: str | None = None
     codex_dir: str | None = None
     opencode_db: str | None = None
@@ -79,16 +74,14 @@ class IngestConfig:
     max_candidate: int = 8_000
 
 
-@dataclass(frozen=True)
-class DerivedConfig:
+class DerivedConfig(NamedTuple):
     enabled: bool = True
     threshold: float = 0.8
     # Emitted skills, besides the notes: globs relative to the KB root (`**` spans folders).
     skills: tuple[str, ...] = ("skills/**/SKILL.md", ".claude/skills/**/SKILL.md", ".agents/skills/**/SKILL.md")
 
 
-@dataclass(frozen=True)
-class RetentionConfig:
+class RetentionConfig(NamedTuple):
     refuse: int = 3
     registry_prefixes: tuple[str, ...] = ("JIRA-", "GH-", "CVE-", "RFC", "PEP", "ADR-")
     # Frontmatter keys that record when a page was touched: their values change on every
@@ -99,17 +92,16 @@ class RetentionConfig:
     )
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     root: Path
     source: Path | None = None  # the .kb.yaml that was read, if any
     canonical_locale: str | None = None  # None: the single locale that has an index
-    paths: PathsConfig = field(default_factory=PathsConfig)
-    enums: EnumsConfig = field(default_factory=EnumsConfig)
-    redaction: RedactionConfig = field(default_factory=RedactionConfig)
-    ingest: IngestConfig = field(default_factory=IngestConfig)
-    derived: DerivedConfig = field(default_factory=DerivedConfig)
-    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    paths: PathsConfig = PathsConfig()
+    enums: EnumsConfig = EnumsConfig()
+    redaction: RedactionConfig = RedactionConfig()
+    ingest: IngestConfig = IngestConfig()
+    derived: DerivedConfig = DerivedConfig()
+    retention: RetentionConfig = RetentionConfig()
 
 
 _SECTIONS: dict[str, type] = {
@@ -162,12 +154,13 @@ def _section(cls: type[T], name: str, value: Any, path: Path) -> T:
     if not isinstance(value, Mapping):
         raise ConfigError(f"'{name}' must be a mapping", str(path))
     defaults = cls()
-    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    # The field types as written (a named tuple keeps each as a ForwardRef).
+    annotations = {key: getattr(kind, "__forward_arg__", kind) for key, kind in cls.__annotations__.items()}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():
-        if key not in fields:
+        if key not in annotations:
             raise ConfigError(f"unknown key '{name}.{key}'", str(path))
-        kwargs[key] = _coerce(getattr(defaults, key), fields[key].type, item, f"{name}.{key}", path)
+        kwargs[key] = _coerce(getattr(defaults, key), annotations[key], item, f"{name}.{key}", path)
     return cls(**kwargs)
 
 

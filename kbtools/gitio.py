@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class GitFailed(Exception):
@@ -69,8 +68,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # what a repository wit
 _DIFF_FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--relative", "--src-prefix=a/", "--dst-prefix=b/"]
 
 
-@dataclass(frozen=True)
-class FileStatus:
+class FileStatus(NamedTuple):
     """One line of ``--name-status``: ``status`` as git prints it (``M``, ``D``, ``R100``…)."""
 
     status: str
@@ -82,15 +80,13 @@ class FileStatus:
         return "\t".join(p for p in (self.status, self.old_path, self.path) if p is not None)
 
 
-@dataclass(frozen=True)
-class CommitChange:
+class CommitChange(NamedTuple):
     commit: str
     parent: str | None  # first parent; None for a root commit
     files: tuple[FileStatus, ...]
 
 
-@dataclass(frozen=True)
-class RepoState:
+class RepoState(NamedTuple):
     """Whether git can be asked about ``root`` and what HEAD is."""
 
     usable: bool

@@ -181,8 +181,7 @@ def test_this_repositorys_whole_history_lints_clean():
 
 def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path):
     """The README's `.kb.yaml` block, loaded as a config, equals the defaults (plus canonical_locale)."""
-    import dataclasses
-
+    
     from kbtools.config import Config, load_config
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
@@ -192,12 +191,12 @@ def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path)
     documented = load_config(tmp_path)
     defaults = Config(root=tmp_path)
     assert documented.canonical_locale == "en"
-    for section_field in dataclasses.fields(Config):
-        if section_field.name in ("root", "source", "canonical_locale"):
+    for section in Config._fields:
+        if section in ("root", "source", "canonical_locale"):
             continue
-        assert getattr(documented, section_field.name) == getattr(defaults, section_field.name), section_field.name
-        for key in dataclasses.fields(getattr(defaults, section_field.name)):
-            assert f"  {key.name}:" in block, f"{section_field.name}.{key.name} is not documented"
+        assert getattr(documented, section) == getattr(defaults, section), section
+        for key in getattr(defaults, section)._fields:
+            assert f"  {key}:" in block, f"{section}.{key} is not documented"
 
 
 def test_init_below_the_top_of_a_repository_says_how_to_reach_the_kb(tmp_path):

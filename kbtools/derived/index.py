@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import chain
 from operator import truediv
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtools.derived.shingles import SHINGLE_N, body_hash, shingle_hashes
 
@@ -52,8 +51,7 @@ _UNREACHABLE = 1 << 62  # the size given an artifact too small for containment
 INDEX_PARAMS = (MIN_ARTIFACT_SHINGLES, MIN_RECORD_SHINGLES, STOP_PATHS, MIN_BODY_WORDS)
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     """One emitted artifact version, as the index needs it."""
 
     name: str
@@ -64,8 +62,7 @@ class Artifact:
     words: int  # normalised word count of the body
 
 
-@dataclass(frozen=True)
-class ArtifactRef:
+class ArtifactRef(NamedTuple):
     """What a match names; the index keeps only this and the shingle count."""
 
     name: str
@@ -73,8 +70,7 @@ class ArtifactRef:
     sha256: str
 
 
-@dataclass(frozen=True)
-class Overlap:
+class Overlap(NamedTuple):
     artifact: ArtifactRef
     overlap: float
 

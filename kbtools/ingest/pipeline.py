@@ -40,7 +40,6 @@ import json
 import marshal
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
-
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple

@@ -8,19 +8,19 @@ the text itself (people's names, private domains).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import ipaddress
 import math
 import re
 import string
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 
 from kbtools.config import RedactionConfig
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A regex hit offered to a rule's ``accept`` check: the secret span of ``match``."""
 
     match: re.Match[str]
