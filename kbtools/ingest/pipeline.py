@@ -744,10 +744,9 @@ def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ())
 
 
 def _warm_up(ctx: ProcessContext) -> None:
-    """What a new worker prepares while the run discovers (the run's own process never
-    needs it on a rerun): the source readers (each registry name is its module), the
-    control-plane rules and every redaction rule, all built on first use, which would
-    otherwise delay the worker's first task."""
+    """What a worker prepares once, when its first task arrives (a rerun with nothing
+    to read never pays for it): the source readers (each registry name is its
+    module), the control-plane rules and every redaction rule."""
     import importlib
 
     from kbtools.ingest import sources

@@ -17,6 +17,8 @@ own thread writes each task to a worker's pipe and reads the results back:
   waits for a result;
 - :meth:`WorkerPool.result` returns results in any order asked, reading
   whichever worker is ready meanwhile;
+- a worker prepares (``init``) when its first task arrives, not when forked: a
+  rerun with nothing to read leaves both cores to the run's own thread;
 - a worker ignores SIGINT (the run decides what Ctrl-C means), dies with the
   run (Linux ``PR_SET_PDEATHSIG``), and closes descriptors it must not hold
   (the run's lock, the other workers' pipes).
@@ -94,9 +96,7 @@ class WorkerPool:
             try:
                 theirs = [fd for w in self._workers for fd in (w.task_fd, w.result_fd)]
                 _become_worker(parent, (*inherited, *theirs, task_w, result_r))
-                if init is not None:
-                    init()
-                _serve(task_r, result_w, self._func)
+                _serve(task_r, result_w, self._func, init)
                 code = 0
             finally:
                 os._exit(code)
@@ -191,12 +191,17 @@ def _become_worker(parent: int, foreign: Sequence[int]) -> None:
         os._exit(1)
 
 
-def _serve(task_fd: int, result_fd: int, func: Callable[[Any], Any]) -> None:
+def _serve(task_fd: int, result_fd: int, func: Callable[[Any], Any], init: Callable[[], None] | None) -> None:
+    """Run tasks until the run closes the pipe; ``init`` first, once the first task is
+    there (a rerun with nothing to read never pays for it, nor takes a core from the run)."""
     with os.fdopen(task_fd, "rb") as tasks:
         while True:
             header = tasks.read(_HEADER.size)
             if len(header) < _HEADER.size:
                 return  # the run closed the pipe: done
+            if init is not None:
+                init()
+                init = None
             task = pickle.loads(tasks.read(_HEADER.unpack(header)[0]))
             try:
                 reply = pickle.dumps((True, func(task)), pickle.HIGHEST_PROTOCOL)
