@@ -53,6 +53,7 @@ class KeptRecord(NamedTuple):
     created_at: str
     index: int  # type: ignore[assignment]  # the record's (not tuple.index)
     labels: tuple[str, ...] = ()
+    key: bytes = b""  # its raw message's digest, when extracted with a memo (see memo.SourceMemo.message_key)
 
 
 class SourceMeta(NamedTuple):

@@ -41,7 +41,7 @@ from typing import Any, Union
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, candidate_id, marking
 from kbtools.ingest.ledger import CANDIDATE_FIELDS, RUN_TAG, checksum, ordered, read_cache, write_cache
 
-MEMO_FORMAT = 2
+MEMO_FORMAT = 3
 MEMO_FILE = "extraction-memo.bin"
 MEMO_INDEX = "extraction-memo.index"
 # The memo file is written anew, with only the memos in use, once they are less than this share of it.
@@ -92,7 +92,7 @@ class SourceMemo:
     @staticmethod
     def message_key(role: str, text: str) -> bytes:
         """``text``: valid UTF-8 (see pipeline._utf8)."""
-        return _digest(f"{role}\0{text}".encode())
+        return hashlib.blake2b(text.encode(), digest_size=12, salt=role.encode()).digest()
 
     def recall_message(self, key: bytes) -> Outcome | None:
         outcome = self._old_messages.get(key)
@@ -107,16 +107,17 @@ class SourceMemo:
     # -- turns (kbtools.ingest.candidates.TurnMemo) ----------------------------
 
     def turn_key(self, turn: Sequence[KeptRecord]) -> bytes:
+        """The turn's kept messages, each by its :meth:`message_key` (the raw text decides
+        the kept one under the context) and time; the source's times if a message has none."""
         meta = self.meta
-        digest = hashlib.blake2b(f"{meta.tool}\0{meta.record_type}\0{meta.format}\0".encode(), digest_size=12)
+        head = f"{meta.tool}\0{meta.record_type}\0{meta.format}\0"
         if not all(r.created_at for r in turn):
-            # What a candidate's times fall back to.
-            digest.update(f"{meta.created_at}\0{meta.updated_at}\0".encode())
+            head += f"{meta.created_at}\0{meta.updated_at}\0"  # what a candidate's times fall back to
+        parts = [head.encode()]
         for r in turn:
-            # Each text's length first: no text can pass for a boundary.
-            digest.update(f"{r.role}\0{r.created_at}\0{len(r.labels)}\0{len(r.text)}\0".encode())
-            digest.update("\0".join((*r.labels, r.text)).encode())
-        return digest.digest()
+            parts.append(r.key or self.message_key(r.role, r.text))  # 12 bytes each
+            parts.append(f"{r.created_at}\0".encode())
+        return _digest(b"".join(parts))
 
     def recall(self, key: bytes, turn_index: int, budget: int) -> list[dict[str, object]] | None:
         found = self._old_turns.get(key)

@@ -371,7 +371,7 @@ def _keep_records(
             internal += outcome == INTERNAL
             continue  # dropped: internal, or nothing left once redacted
         labelled = labelled or bool(labels)
-        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels))
+        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels, key))
     return kept, events, labelled, internal
 
 
