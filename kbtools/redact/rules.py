@@ -45,7 +45,7 @@ from kbtools.redact.checks import (
 
 # `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
 # ledger written by the reference pipeline is never mistaken for one redacted here.
-REDACTION_VERSION = "kb2"
+REDACTION_VERSION = "kb3"
 
 API_KEY = "<REDACTED_API_KEY>"
 TOKEN = "<REDACTED_TOKEN>"
@@ -199,7 +199,7 @@ RULES: tuple[Rule, ...] = (
         keywords=("://",),
         pattern=(
             r"(?<![A-Za-z0-9+.\\-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
-            r"(?P<user>[^\s/@:\"'`<>\\]{0,256}):(?P<password>[^\s/@\"'`<>\\]{1,512})@"
+            r"(?P<user>[^\s/@:\"'`<>\\]{0,256}):(?P<password>[^\s/@\"'`<>\\]{1,8192})@"
             r"[^\s\"'`<>\\)\]}]{1,2048}"
         ),
         accept=url_password,
@@ -207,6 +207,9 @@ RULES: tuple[Rule, ...] = (
             ("postgres://dbuser:" + "dsn-password@db.example/app", "dsn-password"),
             ("redis://:" + "redis-password@localhost:6379/0", "redis-password"),
             ("origin\thttps://bot:" + fill(20) + "@git.example.com/team/wiki.git (fetch)", fill(20)),
+            # A URL-encoded private key is longer than any typed password.
+            ("https://bot:-----BEGIN%20PRIVATE%20KEY-----%0A" + fill(900, 4) + "@git.example.com/x.git",
+             fill(900, 4)),
         ),
         false_positives=(
             "https://example.com/docs", "http://localhost:8080/path", "https://user:${TOKEN}@example.com/x",
