@@ -124,9 +124,15 @@ def is_high_entropy(value: str) -> bool:
 def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
     value = hit.value
     name = hit.group("name").lower()
-    if "public" in name or "pub_key" in name:
+    if "public" in name or "pub_key" in name or _path_like(value):
         return False
     return is_credential_value(hit, config) and is_high_entropy(value)
+
+
+def _path_like(value: str) -> bool:
+    """An absolute path, not a base64 value that starts with ``/``: it has a dot (a
+    file name, ``.ssh``) or no capital letter (base64 of that length always has some)."""
+    return value.startswith("/") and ("." in value or not any(c.isupper() for c in value))
 
 
 def _has_mixed_classes(value: str) -> bool:

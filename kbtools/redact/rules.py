@@ -147,16 +147,20 @@ _VALUE = (
 _VALUE_GROUPS = ("v_edq", "v_dq", "v_sq", "v_bare")
 _SEPARATOR = (
     r"(?:[ \t]{0,8}:[ \t]{0,4}(?:str|bytes|string|String|SecretStr|Optional\[str\]|str[ \t]?\|[ \t]?None)"
-    r"[ \t]{0,4}=|[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:))(?![=:/])[ \t]{0,8}"
+    r"[ \t]{0,4}=|[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:))"
 )
 
 
-def assignment(name: str) -> str:
-    """``name`` (a case-insensitive regex for the whole key), optionally quoted, a separator, a value."""
+def assignment(name: str, *, slash: bool = False) -> str:
+    """``name`` (a case-insensitive regex for the whole key), optionally quoted, a separator, a value.
+
+    A bare value starting with ``/`` is a path (``TOKEN_FILE=/run/secrets/t``), unless
+    ``slash``: a rule whose check tells a path from a random value (a base64 secret
+    starts with ``/`` one time in 64)."""
     return (
         r"(?P<kq>\\?[\"'])?(?<![A-Za-z0-9_-])"
         rf"(?P<name>(?i:{name}))"
-        r"(?(kq)(?P=kq))" + _SEPARATOR + _VALUE
+        r"(?(kq)(?P=kq))" + _SEPARATOR + (r"(?![=:])" if slash else r"(?![=:/])") + r"[ \t]{0,8}" + _VALUE
     )
 
 
@@ -649,18 +653,20 @@ RULES: tuple[Rule, ...] = (
                   "dsn", "seed"), anchor=NAME_CHARS,
         pattern=assignment(
             r"[A-Za-z0-9_-]{0,64}?(?:key|secret|token|credential|auth|pass|pwd|private|signature|salt|dsn|seed)"
-            r"[A-Za-z0-9_-]{0,64}+"
+            r"[A-Za-z0-9_-]{0,64}+", slash=True,
         ),
         groups=_VALUE_GROUPS, accept=secret_name_high_entropy, json_quote=True,
         true_positives=(
             ("AWS_SECRET_ACCESS_KEY=" + fill(40), fill(40)),
             ('{"signing_key": "' + fill(32, 9) + '"}', fill(32, 9)),
+            ("export AWS_SECRET_ACCESS_KEY=/" + fill(39, 2), "/" + fill(39, 2)),  # base64 may start with `/`
         ),
         false_positives=(
             "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
             "idempotency_key=0b7d8c2e-1f3a-4b5c-9d6e-7f8a9b0c1d2e",
             "public_key: " + fill(40), "primary_key=id", "sort_key = 'created_at_desc_order_index'",
-            "key_version=1.2.3-beta.4",
+            "key_version=1.2.3-beta.4", "PRIVATE_KEY_FILE=/home/alice/.ssh/id_ed25519",
+            "secret_dir=/run/secrets/app",
         ),
     ),
 )
