@@ -293,6 +293,7 @@ def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 _READ_AHEAD = 256 * 1024
+_COMPLETE = PriorSource._fields.index("complete")
 
 
 @dataclass
@@ -366,6 +367,7 @@ class PriorState:
             self._indexed.pop(key, None)
         self.by_identity = {**main_groups, **partial_groups}
         candidates, indexed, rejected = self.rows["candidates"], self._indexed, self.rows["rejected"]
+        make = PriorSource._make
         for group in self.by_identity.values():
             for i, digest in enumerate(group):
                 # Complete: every promised candidate is there, and a source without
@@ -374,7 +376,7 @@ class PriorState:
                 spans = indexed.get(digest.source_key)
                 found = len(spans) - 1 if spans is not None else len(candidates.get(digest.source_key, ()))
                 if found == count and (count > 0 or digest.source_key in rejected):
-                    group[i] = digest._replace(complete=True)
+                    group[i] = make((*digest[:_COMPLETE], True, *digest[_COMPLETE + 1:]))  # _replace, faster
         self.by_locator = {
             d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
         }
@@ -520,9 +522,8 @@ class PriorState:
         line = data[offset - start:offset - start + digest.length]
         return restamped(line, run_at) if len(line) == digest.length else None
 
-    def rows_for(self, ledger: str, source_key: str) -> Iterator[Row]:
-        for location in self._locations(ledger, source_key):
-            yield self.read(location)
+    def rows_for(self, ledger: str, source_key: str) -> list[Row]:
+        return [self.read(location) for location in self._locations(ledger, source_key)]
 
     def close(self) -> None:
         for handle in self._handles:

@@ -81,6 +81,9 @@ RACY_NS = 2_000_000_000
 ERROR_CHARS = 300
 HINDSIGHT_CONFIDENCE = 0.55
 
+# How a redaction status written under the current rules ends.
+_CURRENT_RULES = f":{REDACTION_VERSION}"
+
 NOT_SCANNED = "source_not_scanned_this_run"
 INTERNAL_FILTERED = "internal_transcript_filtered"
 MALFORMED_SOURCE = "malformed_or_unavailable_source"
@@ -288,7 +291,7 @@ def reusable(prior: PriorSource, current_error: str) -> bool:
     """
     return (
         prior.parse_status != "failed"
-        and prior.redaction_status.endswith(f":{REDACTION_VERSION}")
+        and prior.redaction_status.endswith(_CURRENT_RULES)
         and prior.complete
         and prior.error == current_error
     )
@@ -465,11 +468,11 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     one may be older: its text is redacted again before it is written back, so
     no text reaches disk without the current rules.
     """
-    current = digest.redaction_status.endswith(f":{REDACTION_VERSION}")
+    current = digest.redaction_status.endswith(_CURRENT_RULES)
     segment = prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key)) \
         if current else None
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
-    events = list(prior.rows_for("events", digest.source_key))
+    events = prior.rows_for("events", digest.source_key)
     dropped = 0
     redacted = False
     lines: list[bytes] = []
@@ -652,6 +655,7 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
     return out
 
 
+@functools.lru_cache(maxsize=4)
 def digest_context(derived_key: str) -> str:
     """What a rows_digest is computed under: this control-plane filter, these
     redaction rules and this derived filter (``derived_key``)."""
