@@ -173,3 +173,11 @@ def test_each_sentence_fills_one_knowledge_field() -> None:
     sentences = [s for name, v in fields.items() if isinstance(v, list) and name != "technical_environment"
                  for s in v]
     assert len(sentences) == len(set(sentences))
+
+
+def test_a_candidate_with_chinese_text_is_marked_zh_and_others_und() -> None:
+    languages = []
+    for extra in ("", " Le café ferme à midi ; voilà.", " 构建失败的根因是缺少路径别名。"):
+        (candidate,), _ = build([rec("user", PROMPT + extra), rec("assistant", ANSWER)])
+        languages.append(candidate["language"])
+    assert languages == ["und", "und", "zh"]
