@@ -119,6 +119,8 @@ def run() -> NoReturn:
     module and object in turn) would cost an unchanged ``kb ingest`` rerun a tenth of
     its time, and any command about 10 ms."""
     code = main()
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        sys.exit(code)  # under coverage or a profiler: let it write its report at exit
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
