@@ -292,3 +292,23 @@ def test_a_file_mostly_of_unused_memos_is_written_anew(tmp_path: Path) -> None:
     store = _reopen(tmp_path)
     assert {key: store.get(key) for key in store.index} == {"k0": _blob(0, 300_000), "k9": _blob(9, 300_000)}
     store.close()
+
+
+def test_a_rerun_recalls_a_grown_sessions_old_turns_from_the_prior_ledger(env: IngestEnv) -> None:
+    """Through the whole pipeline (worker processes included): the old turns' candidates are
+    the prior ledger's lines — one edited in place here (its topic) to tell a recall from a build."""
+    turns = [tech_turn(f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
+                       "Please diagnose the root cause and propose a fix we can verify.") for n in range(3)]
+    session = dict(session_id="grows", cwd="/home/a/proj")
+    write_omp_session(env.omp, [m for turn in turns[:2] for m in turn], **session)  # type: ignore[arg-type]
+    env.run()
+    path = env.out / "candidates.jsonl"
+    rows = read_jsonl(path)
+    assert [r["turn_index"] for r in rows] == [0, 1]
+    rows[0]["topic"] = "recalled, not built"
+    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows), encoding="utf-8")
+
+    write_omp_session(env.omp, [m for turn in turns for m in turn], **session)  # type: ignore[arg-type]
+    env.run()
+    assert [(r["turn_index"], r["topic"] == "recalled, not built") for r in env.rows("candidates")] == [
+        (0, True), (1, False), (2, False)]
