@@ -30,6 +30,7 @@ memo of another context, is a miss.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import marshal
@@ -59,8 +60,25 @@ _FP_CHARS = 16
 
 def memo_context(*parts: object) -> str:
     """The context a memo is valid under: everything, besides a message or a turn
-    itself, that its outcome depends on (see the module's documentation)."""
-    return hashlib.sha256("\0".join(map(str, (MEMO_FORMAT, *parts))).encode()).hexdigest()
+    itself, that its outcome depends on (see the module's documentation), and the
+    code that makes them (:func:`code_fingerprint`)."""
+    return hashlib.sha256("\0".join(map(str, (MEMO_FORMAT, code_fingerprint(), *parts))).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of the modules that decide a message's outcome and a turn's candidates:
+    after an upgrade that changes them, no row is recalled from what older code built."""
+    from kbtools import __version__
+    from kbtools.ingest import candidates, control_plane, pipeline
+
+    digest = hashlib.sha256(__version__.encode())
+    for source in (candidates.__file__, control_plane.__file__, pipeline.__file__, __file__):
+        try:
+            digest.update(Path(str(source)).read_bytes())
+        except (OSError, TypeError):  # no source file (a frozen build): the version alone
+            pass
+    return digest.hexdigest()
 
 
 def _digest(data: bytes) -> bytes:
@@ -182,8 +200,9 @@ class MemoStore:
     uses. A pure cache: a crash at any point leaves at worst memos that are a miss.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, rules: str = "") -> None:
         self.directory = directory
+        self.rules = rules
         self.index: dict[str, tuple[int, int, int]] = {}  # as found
         self.kept: dict[str, tuple[int, int, int]] = {}  # as the next run will find it
         self._read_fd = -1
@@ -194,16 +213,27 @@ class MemoStore:
         self._broken = False
 
     @classmethod
-    def open(cls, directory: Path) -> MemoStore:
-        store = cls(directory)
+    def open(cls, directory: Path, rules: str, *, purge: bool = False) -> MemoStore:
+        """The store of ``directory`` for memos made under the redaction ``rules`` (a
+        digest). Memos made under other rules hold text those rules redacted, perhaps
+        less than the current ones would: they are never used, and with ``purge`` (a
+        ``--write`` run, holding the lock) both files are removed at once."""
+        store = cls(directory, rules)
         found = read_cache(directory / MEMO_INDEX, MEMO_FORMAT)
+        current = isinstance(found, tuple) and len(found) == 2 and found[0] == rules and isinstance(found[1], dict)
+        if not current and purge:
+            for name in (MEMO_INDEX, MEMO_FILE):
+                try:
+                    os.unlink(directory / name)
+                except OSError:
+                    pass
         try:
             store._read_fd = os.open(directory / MEMO_FILE, os.O_RDONLY)
         except OSError:
             return store
         store._size = os.fstat(store._read_fd).st_size
-        if isinstance(found, dict):
-            store.index = found
+        if current:
+            store.index = found[1]
         return store
 
     def get(self, source_key: str) -> bytes:
@@ -220,7 +250,7 @@ class MemoStore:
 
     def keep(self, source_key: str, blob: bytes) -> None:
         """``source_key`` stays in the ledgers with this new memo (or, if empty, its old one)."""
-        if blob:
+        if blob and not self._broken:
             self.kept[source_key] = (self._size + self._pending_size, len(blob), checksum(blob))
             self._pending.append(blob)
             self._pending_size += len(blob)
@@ -229,17 +259,18 @@ class MemoStore:
         elif source_key in self.index:
             self.kept[source_key] = self.index[source_key]
 
-    def commit(self) -> None:
-        """The index of the kept memos written, once they are all in the file
-        (a failure loses only the cache)."""
+    def commit(self, *, compact: bool = False) -> None:
+        """The index of the kept memos written, once they are all in the file (a failure
+        loses only the cache). ``compact``: the file is written anew with the kept memos
+        only, whatever its size (sources were pruned: their text leaves the disk too)."""
         try:
             self._flush()
-            if self._broken or (self.kept == self.index and self._write_fd < 0):
+            if self._broken or (self.kept == self.index and self._write_fd < 0 and not compact):
                 return
             live = sum(length for _, length, _ in self.kept.values())
-            if self._size > _FLUSH_BYTES and live < _LIVE_SHARE * self._size:
+            if compact or (self._size > _FLUSH_BYTES and live < _LIVE_SHARE * self._size):
                 self._rewrite()
-            write_cache(self.directory / MEMO_INDEX, MEMO_FORMAT, self.kept)
+            write_cache(self.directory / MEMO_INDEX, MEMO_FORMAT, (self.rules, self.kept))
         except OSError:
             pass
 
@@ -250,10 +281,10 @@ class MemoStore:
         self._read_fd = self._write_fd = -1
 
     def _flush(self) -> None:
-        if not self._pending or self._broken:
-            return
         data = b"".join(self._pending)
         self._pending, self._pending_size = [], 0
+        if not data or self._broken:
+            return
         try:
             if self._write_fd < 0:
                 self._write_fd = os.open(self.directory / MEMO_FILE, os.O_RDWR | os.O_CREAT, 0o600)
@@ -265,21 +296,19 @@ class MemoStore:
             self._broken = True  # nothing more is written; the old index stays as it was
 
     def _rewrite(self) -> None:
-        """Only the kept memos, into a new file."""
-        chunks: list[bytes] = []
+        """Only the kept memos, into a new file (one memo in memory at a time)."""
         kept: dict[str, tuple[int, int, int]] = {}
         offset = 0
         source = self._write_fd if self._write_fd >= 0 else self._read_fd
-        for key, (at, length, crc) in self.kept.items():
-            blob = os.pread(source, length, at)
-            if len(blob) == length:
-                kept[key] = (offset, length, crc)
-                chunks.append(blob)
-                offset += length
         tmp = self.directory / f".{MEMO_FILE}.tmp"
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            _pwrite_all(fd, b"".join(chunks), 0)
+            for key, (at, length, crc) in self.kept.items():
+                blob = os.pread(source, length, at) if source >= 0 else b""
+                if len(blob) == length:
+                    _pwrite_all(fd, blob, offset)
+                    kept[key] = (offset, length, crc)
+                    offset += length
             os.replace(tmp, self.directory / MEMO_FILE)
         except BaseException:
             os.close(fd)

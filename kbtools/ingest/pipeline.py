@@ -718,6 +718,12 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
     return derived, settings, [redactor.redact(w).text for w in derived.warnings]
 
 
+def redaction_key(redactor: Redactor) -> str:
+    """What the redaction of a text depends on besides the text: the rules' version, the
+    settings and the account running kb (its name is redacted)."""
+    return sha256_hex(f"{REDACTION_VERSION}\0{redactor.config!r}\0{local_account()}")
+
+
 def derived_key(derived: Any) -> str:
     """The derived filter's artifact set (paths and content hashes), threshold and
     shingling, as one digest ("" without a filter)."""
@@ -850,7 +856,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
-        memos = MemoStore.open(out)
+        memos = MemoStore.open(out, redaction_key(redactor), purge=request.write)
         notes = NoteIndex.load(request.layout.note_root)
         dkey = derived_key(derived)
         ctx = ProcessContext(
@@ -858,8 +864,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=dkey,
-            memo_context=memo_context(FILTER_VERSION, REDACTION_VERSION, redactor.config, local_account(), dkey,
-                                      notes.key(), config.ingest.max_candidate),
+            memo_context=memo_context(FILTER_VERSION, redaction_key(redactor), dkey, notes.key(),
+                                      config.ingest.max_candidate),
             memo_store=memos, prior_lines=functools.partial(prior.lines_for, "candidates"),
             keep_memos=request.write,
         )
@@ -903,7 +909,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             sink.commit()
             if state.key_cache != prior.key_cache:
                 ledger.write_key_cache(out, state.key_cache)
-            memos.commit()
+            memos.commit(compact=counts.pruned > 0)
             _write_reports(request, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:

@@ -11,7 +11,7 @@ from typing import Any
 from kbtools.ingest.candidates import NoteIndex, SourceMeta
 from kbtools.ingest.memo import MEMO_FILE, MEMO_INDEX, MemoStore, SourceMemo
 from kbtools.ingest.model import Record, SourceSettings, SourceUnit
-from kbtools.ingest.pipeline import ProcessContext, build_rows, pack_rows
+from kbtools.ingest.pipeline import ProcessContext, build_rows, pack_rows, redaction_key
 from kbtools.redact import Redactor
 from kbtools.redact.engine import Redacted
 from tests.ingest.conftest import IngestEnv, read_jsonl, tech_turn
@@ -162,7 +162,7 @@ def test_a_grown_session_is_ingested_the_same_with_and_without_memos(env: Ingest
 
 def _stored(out: Path) -> set[str]:
     """The source_keys with a readable memo in ``out``."""
-    store = MemoStore.open(out)
+    store = MemoStore.open(out, redaction_key(Redactor()))
     try:
         return {key for key in store.index if store.get(key)}
     finally:
@@ -196,8 +196,17 @@ def _blob(n: int, size: int = 100) -> bytes:
     return bytes([n % 251]) * size
 
 
-def _reopen(out: Path) -> MemoStore:
-    return MemoStore.open(out)
+def _reopen(out: Path, rules: str = "rules-1") -> MemoStore:
+    return MemoStore.open(out, rules, purge=True)
+
+
+def _write_run(out: Path, memos: dict[str, bytes], rules: str = "rules-1", *, compact: bool = False) -> None:
+    """What a --write run does with the store: keeps each source's memo (b"": its old one), commits."""
+    store = _reopen(out, rules)
+    for key, blob in memos.items():
+        store.keep(key, blob)
+    store.commit(compact=compact)
+    store.close()
 
 
 def test_the_store_keeps_new_memos_and_carries_old_ones_across_runs(tmp_path: Path) -> None:
@@ -251,10 +260,7 @@ def test_a_damaged_memo_or_a_replaced_file_is_a_miss_and_a_copied_folder_keeps_i
 
 
 def test_new_memos_reach_the_file_as_the_run_goes_and_an_unfinished_run_loses_nothing_older(tmp_path: Path) -> None:
-    store = _reopen(tmp_path)
-    store.keep("old", _blob(1))
-    store.commit()
-    store.close()
+    _write_run(tmp_path, {"old": _blob(1)})
 
     store = _reopen(tmp_path)
     big = 300_000
@@ -312,3 +318,55 @@ def test_a_rerun_recalls_a_grown_sessions_old_turns_from_the_prior_ledger(env: I
     env.run()
     assert [(r["turn_index"], r["topic"] == "recalled, not built") for r in env.rows("candidates")] == [
         (0, True), (1, False), (2, False)]
+
+
+def test_memos_made_under_other_redaction_rules_are_never_used_and_a_write_run_removes_them(tmp_path: Path) -> None:
+    _write_run(tmp_path, {"k0": _blob(0)}, "rules-1")
+
+    dry = MemoStore.open(tmp_path, "rules-2")  # a dry run: ignores them, removes nothing
+    assert dry.index == {} and dry.get("k0") == b""
+    dry.close()
+    assert (tmp_path / MEMO_FILE).exists() and (tmp_path / MEMO_INDEX).exists()
+
+    write = _reopen(tmp_path, "rules-2")  # a --write run: their text leaves the disk at once
+    assert write.index == {} and not (tmp_path / MEMO_FILE).exists() and not (tmp_path / MEMO_INDEX).exists()
+    write.keep("k1", _blob(1))
+    write.commit()
+    write.close()
+    store = _reopen(tmp_path, "rules-2")
+    assert {key: store.get(key) for key in store.index} == {"k1": _blob(1)}
+    assert (tmp_path / MEMO_FILE).stat().st_size == 100
+    store.close()
+
+
+def test_a_run_that_pruned_sources_writes_the_memo_file_anew_without_them(tmp_path: Path) -> None:
+    _write_run(tmp_path, {f"k{n}": _blob(n) for n in range(3)})
+    _write_run(tmp_path, {"k1": b""}, compact=True)  # k0 and k2 were pruned
+    assert (tmp_path / MEMO_FILE).read_bytes() == _blob(1)
+
+
+def test_a_store_that_cannot_write_keeps_no_memo_in_memory_and_promises_none(tmp_path: Path) -> None:
+    _write_run(tmp_path, {"old": _blob(1)})
+    store = _reopen(tmp_path)
+    with (tmp_path / MEMO_FILE).open("ab") as memo:
+        memo.write(b"written by someone else")  # the offsets it would write at no longer hold
+    for n in range(12):
+        store.keep(f"new{n}", _blob(n, 200_000))
+    store.keep("old", b"")
+    store.commit()
+    store.close()
+    assert store._pending == []  # nothing piles up once writing failed
+    store = _reopen(tmp_path)
+    assert list(store.index) == ["old"] and store.get("old") == _blob(1)  # the previous index stands
+    store.close()
+
+
+def test_a_write_run_after_a_redaction_settings_change_leaves_no_memo_of_the_old_rules(env: IngestEnv) -> None:
+    write_omp_session(env.omp, tech_turn(), session_id="s1")
+    env.run()
+    assert (env.out / MEMO_FILE).exists()
+    (env.root / ".kb.yaml").write_text("redaction:\n  private_names: [zebulon]\n", encoding="utf-8")
+    env.run(write=False)
+    assert (env.out / MEMO_FILE).exists()  # a dry run changes nothing
+    env.run()
+    assert not (env.out / MEMO_FILE).exists()  # nothing was extracted under the new rules
