@@ -124,15 +124,23 @@ def is_high_entropy(value: str) -> bool:
 def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
     value = hit.value
     name = hit.group("name").lower()
-    if "public" in name or "pub_key" in name or _path_like(value):
+    if "public" in name or "pub_key" in name or _path_like(value, config):
         return False
     return is_credential_value(hit, config) and is_high_entropy(value)
 
 
-def _path_like(value: str) -> bool:
-    """An absolute path, not a base64 value that starts with ``/``: it has a dot (a
-    file name, ``.ssh``) or no capital letter (base64 of that length always has some)."""
-    return value.startswith("/") and ("." in value or not any(c.isupper() for c in value))
+# Top folders of paths that are not system paths (those are config.public_path_prefixes).
+_PATH_ROOTS = ("/home/", "/Users/", "/root/", "/tmp/", "/mnt/", "/media/", "/Volumes/", "/private/", "/workspace/")
+
+
+def _path_like(value: str, config: RedactionConfig) -> bool:
+    """An absolute path, not a base64 value that starts with ``/``: under a known top
+    folder, or with a dot (a file name, ``.ssh``), or without a capital letter (base64
+    of that length always has some)."""
+    if not value.startswith("/"):
+        return False
+    return (value.startswith(config.public_path_prefixes) or value.startswith(_PATH_ROOTS)
+            or "." in value or not any(c.isupper() for c in value))
 
 
 def _has_mixed_classes(value: str) -> bool:

@@ -666,7 +666,8 @@ RULES: tuple[Rule, ...] = (
             "idempotency_key=0b7d8c2e-1f3a-4b5c-9d6e-7f8a9b0c1d2e",
             "public_key: " + fill(40), "primary_key=id", "sort_key = 'created_at_desc_order_index'",
             "key_version=1.2.3-beta.4", "PRIVATE_KEY_FILE=/home/alice/.ssh/id_ed25519",
-            "secret_dir=/run/secrets/app",
+            "secret_dir=/run/secrets/app", "SIGNING_KEY_DIR=/usr/share/keyrings/Ubuntu2204",
+            "TOKEN_CACHE=/run/user/1000/Tokens", "JAVA_KEYSTORE=/Library/Java/JavaVirtualMachines/jdk-17/Contents/Home",
         ),
     ),
 )
