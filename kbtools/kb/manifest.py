@@ -21,7 +21,7 @@ from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
 
 __all__ = [
-    "Manifest", "ManifestEntry", "ManifestIssue", "append_manifest_line", "manifest_line", "parse_manifest",
+    "Manifest", "ManifestAppender", "ManifestEntry", "ManifestIssue", "append_manifest_line", "manifest_line", "parse_manifest",
     "read_manifest", "sha256_bytes", "sha256_file", "unsafe_path_reason",
 ]
 
@@ -156,27 +156,40 @@ def append_manifest_line(layout: Layout, rel: str, sha: str) -> bool:
     KbError when ``rel`` is unsafe, ``sha`` is not 64 lowercase hex, or ``rel`` is already
     registered with another hash (evidence is immutable: add a new file instead).
     """
-    path, raw_root = layout.raw_manifest, layout.raw_root
-    if not _SHA.fullmatch(sha):
-        raise KbError(f"not a sha256: {sha!r}", str(path))
-    reason = unsafe_path_reason(rel, raw_root)
-    if reason is not None:
-        raise KbError(f"cannot register {rel!r}: {reason}", str(path))
-    existing = read_manifest(path)
-    if existing is not None:
-        known = existing.sha_by_rel().get(rel)
+    return ManifestAppender(layout).append(rel, sha)
+
+
+class ManifestAppender:
+    """:func:`append_manifest_line` for several lines: the manifest is read once, not
+    once a line (adding 300 files to a manifest of 10,000 lines took 6 s)."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.path, self.raw_root = layout.raw_manifest, layout.raw_root
+        existing = read_manifest(self.path)
+        self._known = existing.sha_by_rel() if existing is not None else {}
+
+    def append(self, rel: str, sha: str) -> bool:
+        """One line, written and synced before this returns (see :func:`append_manifest_line`)."""
+        path = self.path
+        if not _SHA.fullmatch(sha):
+            raise KbError(f"not a sha256: {sha!r}", str(path))
+        reason = unsafe_path_reason(rel, self.raw_root)
+        if reason is not None:
+            raise KbError(f"cannot register {rel!r}: {reason}", str(path))
+        known = self._known.get(rel)
         if known == sha:
             return False
         if known is not None:
             raise KbError(f"{rel} is already registered with another hash; raw evidence is immutable", str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab+") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell() > 0:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":  # a hand-edited file without a final newline
-                fh.write(b"\n")
-        fh.write((manifest_line(rel, sha) + "\n").encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    return True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab+") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":  # a hand-edited file without a final newline
+                    fh.write(b"\n")
+            fh.write((manifest_line(rel, sha) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._known[rel] = sha
+        return True

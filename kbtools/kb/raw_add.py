@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
-from kbtools.kb.manifest import append_manifest_line, read_manifest, sha256_bytes
+from kbtools.kb.manifest import ManifestAppender, read_manifest, sha256_bytes
 from kbtools.kb.tree import scan_layer
 
 if TYPE_CHECKING:
@@ -114,13 +114,14 @@ def add_raw(
                           layout.rel(layout.raw_manifest))
         taken[new.slug] = str(source)
         planned.append(item)
+    manifest = ManifestAppender(layout)
     for item in planned:
         if item.addition.in_place:
             if item.addition.path.read_bytes() != item.data:
                 atomic_write_bytes(item.addition.path, [item.data], mode=0o644)
         else:
             _write_new(item.addition.path, item.data)
-        append_manifest_line(layout, item.addition.rel, item.addition.sha256)
+        manifest.append(item.addition.rel, item.addition.sha256)
     return [item.addition for item in planned]
 
 
