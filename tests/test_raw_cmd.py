@@ -222,3 +222,21 @@ def test_raw_add_of_a_missing_file_or_a_folder_is_a_one_line_error(kb, tmp_path)
     folder.mkdir()
     result = run_kb("raw", "add", str(folder), cwd=kb.root)
     assert result.code == 2 and result.err == f"kb: error: is a folder; give the evidence files themselves ({folder})\n"
+
+
+def test_raw_add_of_several_files_appends_one_line_each_in_order(kb, tmp_path):
+    sources = []
+    for n in range(5):
+        source = tmp_path / f"note-{n}.md"
+        source.write_text(f"# Note {n}\n\nevidence {n}\n", encoding="utf-8")
+        sources.append(str(source))
+    before = _manifest_lines(kb.root)
+    result = run_kb("raw", "add", *sources, cwd=kb.root)
+    assert result.code == 0, result.err
+    raws = [kb.root / f"src/content/raw/en/note-{n}.md" for n in range(5)]
+    assert _manifest_lines(kb.root) == before + [
+        f"{hashlib.sha256(raw.read_bytes()).hexdigest()} en/{raw.name}" for raw in raws]
+    # A second call with one of them again names the taken slug and adds nothing.
+    again = run_kb("raw", "add", sources[2], cwd=kb.root)
+    assert again.code == 2 and "note-2" in again.err
+    assert len(_manifest_lines(kb.root)) == len(before) + 5
