@@ -32,6 +32,14 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """:func:`write_all` at ``offset`` (the file's own offset is left alone)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
 def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 

@@ -522,6 +522,23 @@ def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) ->
     return sha256_hex(f"{source_key}\0{fp}\0{turn_index}\0{chunk_index}")
 
 
+def source_fields(meta: SourceMeta, fp: str, turn_index: int, chunk_index: int) -> dict[str, object]:
+    """The fields of a candidate that come from its source and place, not from its text
+    (and its duplicate marking, as built: none yet); a recalled candidate gets them anew."""
+    decision, duplicate_of = marking("")
+    return {
+        "source_refs": [meta.source_key],
+        "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+        "source_key": meta.source_key,
+        "session_key": meta.session_key,
+        "project_key": meta.project_key,
+        "decision": decision,
+        "duplicate_of": duplicate_of,
+        "turn_index": turn_index,
+        "chunk_index": chunk_index,
+    }
+
+
 class TurnMemo(Protocol):
     """What a turn's candidates were last time (see :mod:`kbtools.ingest.memo`)."""
 
@@ -596,12 +613,7 @@ def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: i
                 **fields,
                 "topic": " / ".join(words[:3]) or "uncategorized",
                 "confidence": confidence,
-                "source_refs": [meta.source_key],
                 "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
-                "source_key": meta.source_key,
-                "session_key": meta.session_key,
-                "project_key": meta.project_key,
                 "tool": meta.tool,
                 "record_type": meta.record_type,
                 "format": meta.format,
@@ -618,12 +630,9 @@ def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: i
                     "confidence": confidence,
                     "novelty": 0.3 if matches else 0.7,
                 },
-                "decision": "jotting",
                 "topic_keys": words[:5],
                 "fingerprint": fp,
-                "duplicate_of": "",
-                "turn_index": turn_index,
-                "chunk_index": chunk_index,
+                **source_fields(meta, fp, turn_index, chunk_index),
             }, CANDIDATE_FIELDS)
         )
     return out, False

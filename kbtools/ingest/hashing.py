@@ -56,7 +56,12 @@ def hashed_identity_key(tool: str, project_key: str, session_hash: str) -> str:
 
 
 def source_key(tool: str, project_identity: str, session_identity: str, content_hash: str) -> str:
-    return sha256_hex(f"{identity_key(tool, project_identity, session_identity)}\0{content_hash}")
+    return source_key_of(identity_key(tool, project_identity, session_identity), content_hash)
+
+
+def source_key_of(identity: str, content_hash: str) -> str:
+    """:func:`source_key` of an :func:`identity_key` already made."""
+    return sha256_hex(f"{identity}\0{content_hash}")
 
 
 def iso_time(value: Any) -> str:

@@ -39,8 +39,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union
 
-from kbtools.ingest.candidates import KeptRecord, SourceMeta, candidate_id, marking
-from kbtools.ingest.ledger import CANDIDATE_FIELDS, RUN_TAG, checksum, ordered, read_cache, write_cache
+from kbtools.fsio import pwrite_all
+from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
+from kbtools.ingest.ledger import CANDIDATE_FIELDS, checksum, ordered, read_cache, write_cache
 
 MEMO_FORMAT = 3
 MEMO_FILE = "extraction-memo.bin"
@@ -160,16 +161,8 @@ class SourceMemo:
 
     def _as_built(self, row: dict[str, Any], turn_index: int, chunk_index: int) -> dict[str, object]:
         """A prior candidate as :func:`~kbtools.ingest.candidates.build_candidates` makes it for this source."""
-        meta = self.meta
-        fresh = dict(row)
-        fresh.pop(RUN_TAG, None)
-        fresh["decision"], fresh["duplicate_of"] = marking("")
-        fresh.update(
-            source_refs=[meta.source_key], source_key=meta.source_key, session_key=meta.session_key,
-            project_key=meta.project_key, turn_index=turn_index, chunk_index=chunk_index,
-            candidate_id=candidate_id(meta.source_key, str(row["fingerprint"]), turn_index, chunk_index),
-        )
-        return ordered(fresh, CANDIDATE_FIELDS)
+        fields = source_fields(self.meta, str(row["fingerprint"]), turn_index, chunk_index)
+        return ordered({**row, **fields}, CANDIDATE_FIELDS)
 
     def _prior_candidates(self) -> dict[tuple[int, int], dict[str, Any]]:
         """The previous version's candidates by (turn, chunk), parsed once."""
@@ -290,7 +283,7 @@ class MemoStore:
                 self._write_fd = os.open(self.directory / MEMO_FILE, os.O_RDWR | os.O_CREAT, 0o600)
                 if os.fstat(self._write_fd).st_size != self._size:
                     raise OSError("the memo file changed since it was opened")  # offsets would not hold
-            _pwrite_all(self._write_fd, data, self._size)
+            pwrite_all(self._write_fd, data, self._size)
             self._size += len(data)
         except OSError:
             self._broken = True  # nothing more is written; the old index stays as it was
@@ -306,7 +299,7 @@ class MemoStore:
             for key, (at, length, crc) in self.kept.items():
                 blob = os.pread(source, length, at) if source >= 0 else b""
                 if len(blob) == length:
-                    _pwrite_all(fd, blob, offset)
+                    pwrite_all(fd, blob, offset)
                     kept[key] = (offset, length, crc)
                     offset += length
             os.replace(tmp, self.directory / MEMO_FILE)
@@ -316,13 +309,6 @@ class MemoStore:
         if self._write_fd >= 0:
             os.close(self._write_fd)
         self._write_fd, self._size, self.kept = fd, offset, kept
-
-
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
 
 
 def _is_outcome(value: object) -> bool:

@@ -209,7 +209,7 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     project_key = hash_identifier(unit.project_identity)
     session_hash = hash_identifier(unit.session_identity)
     identity = hashing.hashed_identity_key(unit.tool, project_key, session_hash)
-    key = hashing.source_key(unit.tool, unit.project_identity, unit.session_identity, unit.content_hash)
+    key = hashing.source_key_of(identity, unit.content_hash)
     created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
     error = redact_error(ctx.redactor, unit.error)
     stat_key = _cacheable(unit, ctx)
@@ -241,7 +241,8 @@ def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceM
             read = ctx.prior_lines
             lines = functools.partial(read, prior.source_key) if read is not None else None
             return SourceMemo(ctx.memo_context, meta, blob, lines)
-    return SourceMemo(ctx.memo_context, meta)
+    # Nothing to recall: a memo is made only to be kept (not on a dry run).
+    return SourceMemo(ctx.memo_context, meta) if ctx.keep_memos else None
 
 
 def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
@@ -757,13 +758,9 @@ def _warm_up(ctx: ProcessContext) -> None:
     """What a worker prepares once, when its first task arrives (a rerun with nothing
     to read never pays for it): the source readers (each registry name is its
     module), the control-plane rules and every redaction rule."""
-    import importlib
-
     from kbtools.ingest import sources
 
-    for source in sources.SOURCES:
-        if source.name != "hindsight" or ctx.settings.hindsight_url:
-            importlib.import_module(f"{sources.__name__}.{source.name}")
+    sources.import_readers(ctx.settings)
     is_internal_text("")
     for rule in ctx.redactor.rules:
         _ = rule.regex, rule.anchor_set
@@ -856,7 +853,8 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
-        memos = MemoStore.open(out, redaction_key(redactor), purge=request.write)
+        rules = redaction_key(redactor)
+        memos = MemoStore.open(out, rules, purge=request.write)
         notes = NoteIndex.load(request.layout.note_root)
         dkey = derived_key(derived)
         ctx = ProcessContext(
@@ -864,7 +862,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
             by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=dkey,
-            memo_context=memo_context(FILTER_VERSION, redaction_key(redactor), dkey, notes.key(),
+            memo_context=memo_context(FILTER_VERSION, rules, dkey, notes.key(),
                                       config.ingest.max_candidate),
             memo_store=memos, prior_lines=functools.partial(prior.lines_for, "candidates"),
             keep_memos=request.write,
@@ -993,18 +991,18 @@ class _RunState:
             if twins is None:  # every line keeps its marking: written as it is
                 self._write(rows, rows.lines_digest, rows.stored_blob, duplicates, journal=journal)
                 return
-            rows.stored_keys = None
             marks: list[tuple[object, object]] = [marking(twin) for twin in twins]
             written = stored.markings
+            stored = stored.marked(marks)
         else:
             keys = rows.candidate_keys
             marks = [marking(self.dedup.mark(key)) for key in keys]
             written = [key.marking for key in keys]
-            stored = StoredKeys.of(keys, written)
-        duplicates = 0
-        remarked = False
-        if rows.segment is not None and marks != written:
+            stored = StoredKeys.of(keys, marks)
+        remarked = marks != written
+        if rows.segment is not None and remarked:
             rows.materialize()  # rare: a line to mark again must be read
+        duplicates = 0
         lines: list[bytes | None] = []
         for line, mark, was in zip(rows.candidate_lines, marks, written):
             duplicates += mark[0] == "duplicate"
@@ -1013,13 +1011,12 @@ class _RunState:
                 candidate = json.loads(line)
                 candidate["decision"], candidate["duplicate_of"] = mark
                 line = ledger.dumps(candidate)
-                remarked = True
             lines.append(line)
         rows.candidate_lines = lines
         # Trusted lines written back as they are keep the digest they were checked against.
         digest = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
             (line for line in lines if line is not None), self.ctx.derived_key)
-        blob = marshal.dumps(stored.marked(marks).plain())  # type: ignore[arg-type]
+        blob = marshal.dumps(stored.plain())  # type: ignore[arg-type]
         self._write(rows, digest, blob, duplicates, journal=journal)
 
     def _write(self, rows: SourceRows, digest: str, keys_blob: bytes, duplicates: int, *, journal: bool) -> None:
