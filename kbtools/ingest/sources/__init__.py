@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources.common import error_unit
+from kbtools.ingest.sources.common import error_unit, unavailable_unit
 
 
 Discover = Callable[[SourceSettings], Iterator[SourceRef]]
@@ -98,10 +98,9 @@ SOURCES: tuple[Source, ...] = tuple(
 )
 
 
-def _import_readers(settings: SourceSettings) -> None:
-    """Import every reader this run may use before the first ref goes out: worker
-    processes are forked while refs are consumed, and a reader imported here is
-    inherited instead of imported again by each of them."""
+def import_readers(settings: SourceSettings) -> None:
+    """Import every reader this run may use: discovery needs them, and so does a
+    worker process before its first task (see pipeline._warm_up)."""
     for module, _, needed in _READERS:
         if needed is None or needed(settings):
             importlib.import_module(f"{__name__}.{module}")
@@ -111,7 +110,7 @@ def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
     """Every source's refs in registry order; a source whose discovery breaks
     yields one ``unavailable`` ref naming the exception type, and the others
     still run."""
-    _import_readers(settings)
+    import_readers(settings)
     for source in SOURCES:
         try:
             yield from source.discover(settings)
@@ -139,6 +138,8 @@ def source_for(ref: SourceRef) -> Source:
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    if ref.format == "unavailable":  # a missing store, or a discovery that broke (see discover_all)
+        return unavailable_unit(ref)
     try:
         return source_for(ref).load(ref, settings)
     except Exception as exc:  # a bug or an unforeseen input must not stop the run

@@ -32,7 +32,7 @@ from typing import Any
 
 from kbtools.ingest.hashing import iso_time, sha256_hex
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources.common import compact_json, make_record, text_of, unavailable_unit
+from kbtools.ingest.sources.common import compact_json, make_record, text_of
 
 TOOL = "hindsight"
 PAGE_SIZE = 500
@@ -120,8 +120,6 @@ def _text(item: dict[str, Any]) -> str:
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
-    if ref.format == "unavailable":  # a discovery that broke (see sources.discover_all)
-        return unavailable_unit(ref)
     if ref.record_type == "memory-store":
         error = str(ref.payload)
         return SourceUnit(
