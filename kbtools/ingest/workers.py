@@ -55,7 +55,7 @@ class _Worker:
         self.pid = pid
         self.task_fd = task_fd  # the run writes tasks here
         self.result_fd = result_fd  # and reads results here
-        self.owed: deque[int] = deque()  # tickets sent, in order
+        self.owed: int | None = None  # the ticket of the task it holds (one at a time)
 
 
 class WorkerPool:
@@ -135,24 +135,25 @@ class WorkerPool:
 
     def _collect(self, timeout: float | None) -> bool:
         """Read the results ready within ``timeout`` (None: wait for one); False if none is owed."""
-        busy = [w for w in self._workers if w.owed]
+        busy = [w for w in self._workers if w.owed is not None]
         if not busy:
             return False
         ready, _, _ = select.select([w.result_fd for w in busy], [], [], timeout)
         for worker in busy:
-            if worker.result_fd in ready:
-                self._done[worker.owed.popleft()] = pickle.loads(_read_frame(worker))
+            if worker.result_fd in ready and worker.owed is not None:
+                self._done[worker.owed] = pickle.loads(_read_frame(worker))
+                worker.owed = None
         return True
 
     def _dispatch(self, limit: int) -> None:
         """Hand waiting tasks to idle workers while fewer than ``limit`` are busy."""
         while self._waiting:
-            worker = next((w for w in self._workers if not w.owed), None)
-            if worker is None or sum(1 for w in self._workers if w.owed) >= limit:
+            worker = next((w for w in self._workers if w.owed is None), None)
+            if worker is None or sum(1 for w in self._workers if w.owed is not None) >= limit:
                 return  # the task waits for a worker to report back
             ticket, payload = self._waiting.popleft()
             write_all(worker.task_fd, _HEADER.pack(len(payload)) + payload)
-            worker.owed.append(ticket)
+            worker.owed = ticket
 
     def close(self) -> None:
         """Let the workers finish what they hold and exit (their task pipes close), then reap them."""
@@ -225,7 +226,7 @@ def _read_exact(worker: _Worker, size: int) -> bytes:
         if not chunk:
             status = _reap(worker.pid)
             how = f"signal {-status}" if status < 0 else f"exit {status}"
-            raise WorkerDied(f"an ingest worker process ended ({how}) with {len(worker.owed)} task(s) unfinished")
+            raise WorkerDied(f"an ingest worker process ended ({how}) with {int(worker.owed is not None)} task(s) unfinished")
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
