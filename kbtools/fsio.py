@@ -32,6 +32,11 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    """(size, mtime_ns, inode): equal keys mean an unchanged file, as in git's index."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def pwrite_all(fd: int, data: bytes, offset: int) -> None:
     """:func:`write_all` at ``offset`` (the file's own offset is left alone)."""
     view = memoryview(data)

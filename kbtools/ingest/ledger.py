@@ -41,6 +41,7 @@ from kbtools.fsio import (
     atomic_write_text,
     ensure_private_dir,
     fsync_dir,
+    stat_key,
     temp_path_for,
     write_all,
 )
@@ -274,7 +275,7 @@ class PriorSource(NamedTuple):
         return tuple(self[:ENTRY_SIZE])
 
 
-ENTRY_SIZE = 17
+ENTRY_SIZE = PriorSource._fields.index("rows_digest") + 1  # the fields a manifest row gives
 
 
 def _count(value: Any) -> int:
@@ -321,8 +322,8 @@ class PriorState:
     # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
     _digests: dict[str, str] = field(default_factory=dict)
     _digest_context: str = ""
-    # The manifest bytes last read ahead (file number, offset, bytes): rows are re-emitted
-    # in file order, so one read serves many (a read a row cost more than the row itself).
+    # The bytes last read ahead (file number, offset, bytes; see read_line): rows are read
+    # back mostly in file order, so one read serves many (a read a row cost more than the row).
     _ahead: tuple[int, int, bytes] = (-1, 0, b"")
 
     @classmethod
@@ -462,6 +463,10 @@ class PriorState:
         digest check of :func:`pipeline.prior_rows` without reading the lines."""
         if not rows_digest or context != self._digest_context or self._digests.get(source_key) != rows_digest:
             return None
+        return self._segment(source_key)
+
+    def _segment(self, source_key: str) -> Segment | None:
+        """Where one source's candidate lines lie in the final ledger, if the index says."""
         spans = self._indexed.get(source_key)
         if spans is None or len(spans) < 2:
             return None
@@ -469,13 +474,21 @@ class PriorState:
 
     def read_line(self, location: tuple[int, int]) -> bytes:
         """The line at ``location`` (validated when indexed, same open file), by ``pread``:
-        worker processes read through the same open files, so no file offset is shared."""
+        worker processes read through the same open files, so no file offset is shared.
+        Rows are mostly read in file order: one read serves the lines that follow."""
         number, offset = location
+        ahead_number, start, data = self._ahead
+        if ahead_number == number and start <= offset < start + len(data):
+            end = data.find(b"\n", offset - start)
+            if end >= 0:
+                return data[offset - start:end + 1]
         fd = self._handles[number].fileno()
         pieces: list[bytes] = []
-        size = 16_384
+        size = _READ_AHEAD
         while True:
             data = os.pread(fd, size, offset)
+            if not pieces:
+                self._ahead = (number, offset, data)
             end = data.find(b"\n")
             if end >= 0 or not data:
                 pieces.append(data[:end + 1] if end >= 0 else data)
@@ -497,12 +510,12 @@ class PriorState:
 
     def lines_for(self, ledger: str, source_key: str) -> list[bytes]:
         """The stored lines of one source, as bytes (newline-terminated)."""
-        spans = self._indexed.get(source_key) if ledger == "candidates" else None
-        if spans is not None and len(spans) >= 2:
-            data = os.pread(self._handles[self._indexed_file].fileno(), spans[-1] - spans[0], spans[0])
-            lines = data.splitlines(keepends=True)
-            if len(lines) == len(spans) - 1:
-                return lines
+        segment = self._segment(source_key) if ledger == "candidates" else None
+        if segment is not None:
+            try:
+                return segment.read()
+            except OSError:
+                pass  # not as indexed: line by line
         lines = [self.read_line(location) for location in self._locations(ledger, source_key)]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 
@@ -514,12 +527,7 @@ class PriorState:
         index vouches for it (written by this version, so in canonical form), else None."""
         if not digest.length or digest.from_journal:
             return None
-        number, offset = digest.location
-        ahead_number, start, data = self._ahead
-        if ahead_number != number or not start <= offset <= offset + digest.length <= start + len(data):
-            start, data = offset, os.pread(self._handles[number].fileno(), max(digest.length, _READ_AHEAD), offset)
-            self._ahead = (number, start, data)
-        line = data[offset - start:offset - start + digest.length]
+        line = self.read_line(digest.location)
         return restamped(line, run_at) if len(line) == digest.length else None
 
     def rows_for(self, ledger: str, source_key: str) -> list[Row]:
@@ -808,7 +816,7 @@ class WriteSink(LedgerSink):
                 data.append(line)
             self._final[name].write(b"".join(data))
             if journal:
-                self._pending[name].extend(dumps({**row, RUN_TAG: self.run_id}) for row in items)
+                self._pending[name].extend(map(self._tagged, data))
         line = rows.manifest_line if rows.manifest_line is not None else dumps(rows.manifest)
         entry = rows.entry if rows.entry is not None else manifest_entry(rows.manifest)
         self._entries.append((entry, self._sizes["manifest"], len(line)))
@@ -859,7 +867,7 @@ class WriteSink(LedgerSink):
             path = ledger_path(self.output_dir, name, partial=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
             try:
-                os.write(fd, b"".join(lines)) if lines else None
+                write_all(fd, b"".join(lines))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -953,10 +961,6 @@ LEDGER_INDEX_FILE = "ledger-index.marshal"
 _LEDGER_INDEX_FORMAT = (4, MANIFEST_FIELDS, CANDIDATE_FIELDS, REJECTED_FIELDS, EVENT_FIELDS)
 
 
-def file_identity(stat: os.stat_result) -> tuple[int, int, int]:
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
-
-
 def checksum(payload: bytes) -> int:
     """Against a damaged cache file, not a forged one (whoever can write it can write the ledgers)."""
     import zlib
@@ -993,7 +997,7 @@ class LedgerIndex:
 
     def _part(self, ledger: str, stat: os.stat_result) -> Any:
         part = self._parts.get(ledger)
-        if not isinstance(part, tuple) or len(part) != 2 or part[0] != file_identity(stat):
+        if not isinstance(part, tuple) or len(part) != 2 or part[0] != stat_key(stat):
             return None
         return part[1]
 
@@ -1025,7 +1029,7 @@ def read_ledger_index(output_dir: Path) -> LedgerIndex | None:
 
 def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, Any]]) -> None:
     """``parts``: per ledger, the stat of the file as written and what to keep of it."""
-    data = {name: (file_identity(stat), kept) for name, (stat, kept) in parts.items()}
+    data = {name: (stat_key(stat), kept) for name, (stat, kept) in parts.items()}
     write_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT, data)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any
 
+from kbtools.fsio import stat_key
 from kbtools.ingest.hashing import iso_time, sha256_hex
 from kbtools.ingest.model import Record, SourceRef, SourceUnit
 
@@ -32,11 +33,6 @@ LINE_HEAD_BYTES = 4096
 PROSE_CAP_FACTOR = 4
 
 CHANGED_DURING_READ = "source_changed_during_read"
-
-
-def stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    """(size, mtime_ns, inode): equal keys mean an unchanged file, as in git's index."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def file_ref(tool: str, record_type: str, path: str | Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
