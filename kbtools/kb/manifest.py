@@ -167,6 +167,8 @@ class ManifestAppender:
         self.path, self.raw_root = layout.raw_manifest, layout.raw_root
         existing = read_manifest(self.path)
         self._known = existing.sha_by_rel() if existing is not None else {}
+        # Paths the manifest names, even if the file is gone: such a path is never reused.
+        self.registered: set[str] = existing.named_rels() if existing is not None else set()
 
     def append(self, rel: str, sha: str) -> bool:
         """One line, written and synced before this returns (see :func:`append_manifest_line`)."""
@@ -192,4 +194,5 @@ class ManifestAppender:
             fh.flush()
             os.fsync(fh.fileno())
         self._known[rel] = sha
+        self.registered.add(rel)
         return True

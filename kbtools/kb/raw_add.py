@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
-from kbtools.kb.manifest import ManifestAppender, read_manifest, sha256_bytes
+from kbtools.kb.manifest import ManifestAppender, sha256_bytes
 from kbtools.kb.tree import scan_layer
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ def add_raw(
         raise KbError(f"invalid locale '{locale}' (expected e.g. en, zh-cn)", "--locale")
     captured_at = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).replace(microsecond=0)
     taken = _existing_slugs(layout)
-    registered = _registered_paths(layout)
+    manifest = ManifestAppender(layout)
+    registered = manifest.registered
     planned: list[_Planned] = []
     for source in files:
         item = _plan_one(
@@ -114,7 +115,6 @@ def add_raw(
                           layout.rel(layout.raw_manifest))
         taken[new.slug] = str(source)
         planned.append(item)
-    manifest = ManifestAppender(layout)
     for item in planned:
         if item.addition.in_place:
             if item.addition.path.read_bytes() != item.data:
@@ -128,12 +128,6 @@ def add_raw(
 def _existing_slugs(layout: Layout) -> dict[str, str]:
     """Raw slug → its file, over every locale: lint resolves `sources` by slug alone."""
     return {f.slug: layout.rel(f.path) for f in scan_layer(layout.raw_root).files}
-
-
-def _registered_paths(layout: Layout) -> set[str]:
-    """Paths the manifest names, even if the file is gone: such a path is never reused."""
-    manifest = read_manifest(layout.raw_manifest)
-    return set() if manifest is None else manifest.named_rels()
 
 
 def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, source_type: str | None,
