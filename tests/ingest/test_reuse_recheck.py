@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv, tech_turn
 from tests.testing.sessions import age, assistant, user, write_omp_session

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtools.config import RedactionConfig
-from kbtools.redact import PLACEHOLDERS, Redactor, redact
+from kbtools.redact import Redactor, redact
 from tests.testing.secrets import SECRET_FAMILIES, SURROUNDINGS, make_secret, plant, surviving_fragments
 
 SURVIVORS = [
