@@ -166,7 +166,8 @@ class ArtifactIndex:
         hits = postings.keys() & record
         if not hits:
             return None
-        if above is not None and not self._can_exceed(len(hits), record, above):
+        record_size = len(set(record))
+        if above is not None and not self._can_exceed(len(hits), record_size, above):
             return None
         shared = Counter(chain.from_iterable(map(postings.__getitem__, hits)))
         # Scores with map/max (C loops): a record sharing stock sentences with
@@ -176,26 +177,22 @@ class ArtifactIndex:
         in_record = list(map(truediv, commons, map(self._sizes.__getitem__, numbers)))
         best = max(range(len(numbers)), key=in_record.__getitem__)
         best_number, best_overlap = numbers[best], in_record[best]
-        record_size = len(set(record))
         if record_size >= MIN_RECORD_SHINGLES:
             most = max(commons)
             if most / record_size > best_overlap:
                 best_number, best_overlap = numbers[commons.index(most)], most / record_size
         return Overlap(self.artifacts[best_number], best_overlap)
 
-    def _can_exceed(self, hit_count: int, record: list[int], above: float) -> bool:
+    def _can_exceed(self, hit_count: int, record_size: int, above: float) -> bool:
         """Whether some artifact may overlap this record more than ``above`` (or be 1.0).
 
         Conservative: an artifact shares at most ``hit_count`` shingles with the
-        record and holds at least ``_size_min``; the record holds at least
-        ``hit_count`` distinct shingles. Division rounds monotonically, so the
+        record and holds at least ``_size_min``; the record holds ``record_size``
+        distinct shingles, at least ``hit_count``. Division rounds monotonically, so the
         bounds hold for the float ratios :meth:`best` compares, not only exactly.
         Half the records of a real ingest stop here, before the posting count
         that costs the most per record.
         """
         if hit_count / self._size_min > above or hit_count >= self._size_min:
             return True
-        if len(record) < MIN_RECORD_SHINGLES:
-            return False
-        record_size = len(set(record))
         return record_size >= MIN_RECORD_SHINGLES and (hit_count / record_size > above or hit_count >= record_size)
