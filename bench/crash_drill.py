@@ -41,10 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchenv import kb_command  # noqa: E402
 from corpus import agents_in, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
+from kbtools.ingest.ledger import LEDGERS, ledger_path  # noqa: E402
 
-LEDGERS = ("manifest", "candidates", "rejected", "events")
 NAMED_POINTS = (
     "journal-candidates", "journal-manifest", "rename-candidates", "rename-events", "rename-manifest",
     "unlink-manifest",
@@ -63,7 +64,7 @@ class Drill:
         self.corpus, self.kb = self.work / "corpus", self.work / "kb"
 
     def command(self, out: Path) -> list[str]:
-        return [sys.executable, "-m", "kbtools", "ingest", "--write", "--skip-hindsight", "--root", str(self.kb),
+        return [*kb_command(), "ingest", "--write", "--skip-hindsight", "--root", str(self.kb),
                 "--output-dir", str(out), "--jobs", str(self.jobs), *ingest_flags(self.corpus, agents_in(self.corpus))]
 
     def run(self, out: Path, *, crash_at: str | None = None) -> int:
@@ -98,7 +99,7 @@ def _age_tree(root: Path) -> None:
 def comparable(out: Path) -> dict[str, list[dict[str, object]]]:
     ledgers = {}
     for name in LEDGERS:
-        path = out / f"{name}.jsonl"
+        path = ledger_path(out, name)
         rows = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()] if path.exists() else []
         ledgers[name] = [{k: v for k, v in row.items() if k != "run_at"} for row in rows]
     return ledgers
@@ -128,7 +129,7 @@ def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int,
     work.mkdir(parents=True)
     d = Drill(work, jobs)
     shutil.copytree(corpus, d.corpus)
-    subprocess.run([sys.executable, "-m", "kbtools", "init", str(d.kb)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*kb_command(), "init", str(d.kb)], check=True, stdout=subprocess.DEVNULL)
     _age_tree(d.corpus)
     states = {"fresh": work / "state-fresh", "grown": work / "state-grown"}
     states["fresh"].mkdir()
@@ -165,7 +166,7 @@ def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int,
         left = sorted(p.name for p in out.glob("*.partial.jsonl"))
         # Committed: the final ledgers are in place and the journal's manifest part is
         # gone (what is left of the journal then counts for nothing): the rerun is a second run.
-        committed = "manifest.partial.jsonl" not in left and comparable(out) == references[start]
+        committed = ledger_path(out, "manifest", partial=True).name not in left and comparable(out) == references[start]
         d.run(out)  # the rerun: must not be blocked by the dead run's lock
         found = problems(out, reruns[start] if committed else references[start])
         failures += bool(found)

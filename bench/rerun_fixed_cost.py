@@ -55,14 +55,10 @@ print((time.perf_counter() - started) * 1000)
 _DISCOVERY = """
 import json, sys, time
 from pathlib import Path
-from kbtools.ingest.model import SourceSettings
-from kbtools.ingest.sources import discover_all
-flags = dict(zip(sys.argv[1::2], sys.argv[2::2]))
-settings = SourceSettings(
-    omp_sessions=Path(flags["--omp-sessions"]), codex_dir=Path(flags["--codex-dir"]),
-    opencode_db=Path(flags["--opencode-db"]), opencode_storage=Path(flags["--opencode-db"]).parent / "storage",
-    prompt_history=Path(flags["--prompt-history"]), claude_dir=Path(flags["--claude-dir"]),
-)
+from kbtools.config import Config
+from kbtools.ingest.sources import discover_all, resolve_settings
+flags = {{flag[2:].replace("-", "_"): Path(value) for flag, value in zip(sys.argv[1::2], sys.argv[2::2])}}
+settings = resolve_settings(Config(root=Path.cwd()), {{**flags, "skip_hindsight": True}})
 count = len(list(discover_all(settings)))
 times = []
 for _ in range({runs}):
