@@ -26,8 +26,11 @@ T = TypeVar("T")
 def compile_package() -> None:
     import kbtools
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(kbtools.__file__).parent)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(kbtools.__file__).parent)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def kb_command() -> list[str]:
@@ -38,8 +41,12 @@ def kb_command() -> list[str]:
 
 def bench_git(cwd: Path, *args: str) -> None:
     """git with a bench identity, so commits work on a machine without one configured."""
-    subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args], cwd=cwd,
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def best_time(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
@@ -54,7 +61,9 @@ def best_time(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
     return best, result
 
 
-def timed_run(argv: list[str], cwd: Path, env: Mapping[str, str] | None = RUN_ENV) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+def timed_run(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None = RUN_ENV
+) -> tuple[float, subprocess.CompletedProcess[bytes]]:
     """Wall seconds of one child, interpreter start included, and its captured output."""
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, env=env)
@@ -73,8 +82,14 @@ class ChildRun:
         return self.usage.ru_utime + self.usage.ru_stime
 
 
-def run_child(cmd: list[str], cwd: Path, *, stdout: int | IO[bytes] = subprocess.PIPE,
-              stderr: int | IO[bytes] = subprocess.DEVNULL, env: Mapping[str, str] | None = None) -> ChildRun:
+def run_child(
+    cmd: list[str],
+    cwd: Path,
+    *,
+    stdout: int | IO[bytes] = subprocess.PIPE,
+    stderr: int | IO[bytes] = subprocess.DEVNULL,
+    env: Mapping[str, str] | None = None,
+) -> ChildRun:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=stdout, stderr=stderr, env=env)
     out = proc.stdout.read() if proc.stdout else b""

@@ -44,10 +44,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchenv import kb_command  # noqa: E402
 from corpus import agents_in, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
+
 from kbtools.ingest.ledger import LEDGERS, ledger_path  # noqa: E402
 
 NAMED_POINTS = (
-    "journal-candidates", "journal-manifest", "rename-candidates", "rename-events", "rename-manifest",
+    "journal-candidates",
+    "journal-manifest",
+    "rename-candidates",
+    "rename-events",
+    "rename-manifest",
     "unlink-manifest",
 )
 AN_HOUR_NS = 3_600_000_000_000
@@ -64,8 +69,19 @@ class Drill:
         self.corpus, self.kb = self.work / "corpus", self.work / "kb"
 
     def command(self, out: Path) -> list[str]:
-        return [*kb_command(), "ingest", "--write", "--skip-hindsight", "--root", str(self.kb),
-                "--output-dir", str(out), "--jobs", str(self.jobs), *ingest_flags(self.corpus, agents_in(self.corpus))]
+        return [
+            *kb_command(),
+            "ingest",
+            "--write",
+            "--skip-hindsight",
+            "--root",
+            str(self.kb),
+            "--output-dir",
+            str(out),
+            "--jobs",
+            str(self.jobs),
+            *ingest_flags(self.corpus, agents_in(self.corpus)),
+        ]
 
     def run(self, out: Path, *, crash_at: str | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if k != "KB_TEST_CRASH_AT"}
@@ -78,8 +94,9 @@ class Drill:
 
     def kill_after(self, out: Path, delay: float) -> bool:
         """Start a run and SIGKILL it after ``delay`` seconds; False if it had finished by then."""
-        proc = subprocess.Popen(self.command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            self.command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         time.sleep(delay)
         finished = proc.poll() is not None
         try:
@@ -122,8 +139,7 @@ def problems(out: Path, reference: dict[str, list[dict[str, object]]]) -> list[s
     return found
 
 
-def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int,
-          report: object = print) -> tuple[int, int]:
+def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int, report: object = print) -> tuple[int, int]:
     """(kills run, kills that failed a check); one line per kill to ``report``."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -170,9 +186,20 @@ def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int,
         d.run(out)  # the rerun: must not be blocked by the dead run's lock
         found = problems(out, reruns[start] if committed else references[start])
         failures += bool(found)
-        report(json.dumps({"kill": number + 1, "from": start, "at": moment if isinstance(moment, str) else round(moment, 3),
-                           "killed": killed, "committed_before_kill": committed, "journal_left": left, "ok": not found,
-                           **({"problems": found} if found else {})}))
+        report(
+            json.dumps(
+                {
+                    "kill": number + 1,
+                    "from": start,
+                    "at": moment if isinstance(moment, str) else round(moment, 3),
+                    "killed": killed,
+                    "committed_before_kill": committed,
+                    "journal_left": left,
+                    "ok": not found,
+                    **({"problems": found} if found else {}),
+                }
+            )
+        )
     return len(moments), failures
 
 

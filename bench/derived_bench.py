@@ -57,9 +57,20 @@ from kbtools.derived.shingles import shingle_hashes  # noqa: E402
 from kbtools.kb.layout import Layout  # noqa: E402
 
 PHRASES = (
-    "if you want to", "one of the most", "at the end of the", "make sure that the", "in the same way as",
-    "it turns out that", "the rest of the", "as far as i can tell", "for the time being", "on the other hand",
-    "let me know if you", "can you take a look at", "i think the problem is", "the easiest way to do this",
+    "if you want to",
+    "one of the most",
+    "at the end of the",
+    "make sure that the",
+    "in the same way as",
+    "it turns out that",
+    "the rest of the",
+    "as far as i can tell",
+    "for the time being",
+    "on the other hand",
+    "let me know if you",
+    "can you take a look at",
+    "i think the problem is",
+    "the easiest way to do this",
 )
 
 
@@ -155,8 +166,12 @@ def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: st
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         if recorded:  # as the kb-record-artifacts hook leaves a KB: every note version in the manifest
-            subprocess.run([*kb_command(), "artifacts", "record", "src/content/note"], cwd=kb, check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [*kb_command(), "artifacts", "record", "src/content/note"],
+                cwd=kb,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         layout = Layout(Config(root=kb))
         started = time.process_time()
         derived = DerivedFilter.load(layout, threshold=0.8, cache_dir=work)  # stores work/derived-index.marshal
@@ -186,25 +201,33 @@ def ingest_share(corpus: Path, artifacts: int, seed: int, rounds: int, notes: st
         off_cpu = min(c for _, c in runs["off"])
         on_cpu = min(c for _, c in runs["on"])
         cached_cpu = min(c for _, c in runs["cached"])
-        print(json.dumps({
-            "session_MB": round(session_bytes / 1e6, 1), "notes": notes, "recorded": recorded,
-            "artifacts": derived.artifact_count,
-            "candidates_without_filter": summary.get("candidates"),
-            "prose_MB_in_candidates": round(sum(len(t.encode()) for t in texts) / 1e6, 2),
-            "ingest_off_cpu_s": round(off_cpu, 2), "ingest_on_cpu_s": round(on_cpu, 2),
-            "ingest_off_wall_s": round(min(w for w, _ in runs["off"]), 2),
-            "ingest_on_wall_s": round(min(w for w, _ in runs["on"]), 2),
-            "share_end_to_end_pct": round((on_cpu - off_cpu) / on_cpu * 100, 1),
-            "ingest_cached_cpu_s": round(cached_cpu, 2),
-            "share_cached_index_pct": round((cached_cpu - off_cpu) / cached_cpu * 100, 1),
-            "cpu_s_per_run": {mode: [round(c, 2) for _, c in values] for mode, values in runs.items()},
-            "index_cache_cached_run": (summaries["cached"].get("derived_filter") or {}).get("index_cache"),
-            "derived_excluded_on": summaries["on"].get("derived_excluded"),
-            "filter_load_cpu_s": round(load_cpu, 3), "cached_load_cpu_s": round(cached_load_cpu, 3),
-            "match_all_candidates_cpu_s": round(match_cpu, 3),
-            "share_in_process_pct": round((load_cpu + match_cpu) / (off_cpu + load_cpu + match_cpu) * 100, 1),
-            "candidates_matched_in_process": matched,
-        }))
+        print(
+            json.dumps(
+                {
+                    "session_MB": round(session_bytes / 1e6, 1),
+                    "notes": notes,
+                    "recorded": recorded,
+                    "artifacts": derived.artifact_count,
+                    "candidates_without_filter": summary.get("candidates"),
+                    "prose_MB_in_candidates": round(sum(len(t.encode()) for t in texts) / 1e6, 2),
+                    "ingest_off_cpu_s": round(off_cpu, 2),
+                    "ingest_on_cpu_s": round(on_cpu, 2),
+                    "ingest_off_wall_s": round(min(w for w, _ in runs["off"]), 2),
+                    "ingest_on_wall_s": round(min(w for w, _ in runs["on"]), 2),
+                    "share_end_to_end_pct": round((on_cpu - off_cpu) / on_cpu * 100, 1),
+                    "ingest_cached_cpu_s": round(cached_cpu, 2),
+                    "share_cached_index_pct": round((cached_cpu - off_cpu) / cached_cpu * 100, 1),
+                    "cpu_s_per_run": {mode: [round(c, 2) for _, c in values] for mode, values in runs.items()},
+                    "index_cache_cached_run": (summaries["cached"].get("derived_filter") or {}).get("index_cache"),
+                    "derived_excluded_on": summaries["on"].get("derived_excluded"),
+                    "filter_load_cpu_s": round(load_cpu, 3),
+                    "cached_load_cpu_s": round(cached_load_cpu, 3),
+                    "match_all_candidates_cpu_s": round(match_cpu, 3),
+                    "share_in_process_pct": round((load_cpu + match_cpu) / (off_cpu + load_cpu + match_cpu) * 100, 1),
+                    "candidates_matched_in_process": matched,
+                }
+            )
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -218,10 +241,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ingest", type=Path, help="measure the share of a real ingest of this generated corpus")
     parser.add_argument("--ingest-artifacts", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--notes", choices=("corpus", "prose"), default="corpus",
-                        help="notes from shuffled corpus sentences (pessimistic) or independent generated prose")
-    parser.add_argument("--unrecorded", action="store_true",
-                        help="leave the notes out of the manifest (ingest shingles every one at load)")
+    parser.add_argument(
+        "--notes",
+        choices=("corpus", "prose"),
+        default="corpus",
+        help="notes from shuffled corpus sentences (pessimistic) or independent generated prose",
+    )
+    parser.add_argument(
+        "--unrecorded",
+        action="store_true",
+        help="leave the notes out of the manifest (ingest shingles every one at load)",
+    )
     args = parser.parse_args(argv)
     if args.ingest:
         return ingest_share(args.ingest, args.ingest_artifacts, args.seed, args.rounds, args.notes, not args.unrecorded)
@@ -247,14 +277,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             match_s = timed(lambda: [derived.match(r) for r in records])
             blob = pickle.dumps(derived)
             unpickle_s = timed(lambda: pickle.loads(blob), repeat=1)
-            results.append({
-                "artifacts": derived.artifact_count, "load_s": round(load_s, 3),
-                "us_per_record": round(match_s / len(records) * 1e6, 1),
-                "ns_per_word": round(match_s / words * 1e9, 1),
-                "prose_MB_per_s": round(prose_bytes / match_s / 1e6, 1),
-                "excluded": excluded, "pickle_MB": round(len(blob) / 1e6, 2),
-                "unpickle_s": round(unpickle_s, 3),
-            })
+            results.append(
+                {
+                    "artifacts": derived.artifact_count,
+                    "load_s": round(load_s, 3),
+                    "us_per_record": round(match_s / len(records) * 1e6, 1),
+                    "ns_per_word": round(match_s / words * 1e9, 1),
+                    "prose_MB_per_s": round(prose_bytes / match_s / 1e6, 1),
+                    "excluded": excluded,
+                    "pickle_MB": round(len(blob) / 1e6, 2),
+                    "unpickle_s": round(unpickle_s, 3),
+                }
+            )
             print(json.dumps(results[-1]), flush=True)
 
     # Pieces of one match, and the hash choice, on the same records.
@@ -263,17 +297,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     shingle_s = timed(lambda: [shingle_hashes(t) for t in all_tokens])
     shingle_count = sum(max(0, len(t) - 4) for t in all_tokens)
     blake3_s = timed(
-        lambda: [[blake3(b" ".join(t[i:i + 5])).digest(length=8) for i in range(len(t) - 4)] for t in all_tokens],
+        lambda: [[blake3(b" ".join(t[i : i + 5])).digest(length=8) for i in range(len(t) - 4)] for t in all_tokens],
         repeat=1,
     )
     pieces = {
-        "records": len(records), "prose_MB": round(prose_bytes / 1e6, 2), "words": words,
+        "records": len(records),
+        "prose_MB": round(prose_bytes / 1e6, 2),
+        "words": words,
         "normalise_ns_per_word": round(normalise_s / words * 1e9, 1),
         "shingle_ns_per_shingle": round(shingle_s / shingle_count * 1e9, 1),
         "blake3_per_shingle_ns": round(blake3_s / shingle_count * 1e9, 1),
         "per_record_us_spread": round(
             (max(r["us_per_record"] for r in results) / min(r["us_per_record"] for r in results) - 1) * 100, 1
-        ) if results else None,
+        )
+        if results
+        else None,
     }
     print(json.dumps(pieces))
     return 0

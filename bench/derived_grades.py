@@ -47,7 +47,9 @@ def main() -> int:
             for grade, records in artifact.records.items():
                 excluded[grade] += sum(derived.match(r) is not None for r in records)
     table = overlaps()
-    print(f"| grade | records | overlap with its artifact | excluded at {threshold} ({len(ARTIFACTS)} artifacts loaded) |")
+    print(
+        f"| grade | records | overlap with its artifact | excluded at {threshold} ({len(ARTIFACTS)} artifacts loaded) |"
+    )
     print("| --- | ---: | --- | ---: |")
     for grade, _ in GRADES:
         values = sorted(table[grade])

@@ -33,7 +33,9 @@ def _agents(value: str) -> tuple[str, ...]:
     agents = tuple(a.strip() for a in value.split(",") if a.strip())
     unknown = [a for a in agents if a not in AGENTS]
     if unknown or not agents:
-        raise argparse.ArgumentTypeError(f"unknown agent(s) {','.join(unknown) or '(none)'}; choose from {','.join(AGENTS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown agent(s) {','.join(unknown) or '(none)'}; choose from {','.join(AGENTS)}"
+        )
     return agents
 
 
@@ -44,19 +46,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agents", type=_agents, default=AGENTS, help="comma list (default: all)")
     secrets = parser.add_mutually_exclusive_group()
-    secrets.add_argument("--safe-secrets", action="store_const", dest="secrets", const="placeholder",
-                         help="obviously fake placeholder secrets, safe to commit")
-    secrets.add_argument("--no-secrets", action="store_const", dest="secrets", const="none", help="no secret-shaped strings")
+    secrets.add_argument(
+        "--safe-secrets",
+        action="store_const",
+        dest="secrets",
+        const="placeholder",
+        help="obviously fake placeholder secrets, safe to commit",
+    )
+    secrets.add_argument(
+        "--no-secrets", action="store_const", dest="secrets", const="none", help="no secret-shaped strings"
+    )
     parser.set_defaults(secrets="random")
     args = parser.parse_args(argv)
     if args.mb <= 0:
         parser.error("--mb must be positive")
     out: Path = args.out.resolve()
     started = time.perf_counter()
-    stats = generate(out, total_bytes=int(args.mb * 1_000_000), seed=args.seed, agents=args.agents, secret_mode=args.secrets)
+    stats = generate(
+        out, total_bytes=int(args.mb * 1_000_000), seed=args.seed, agents=args.agents, secret_mode=args.secrets
+    )
     summary = {
-        "out": str(out), "seed": args.seed, "mb": args.mb, "secrets": args.secrets,
-        "total_bytes": sum(s.bytes for s in stats), "total_files": sum(s.files for s in stats),
+        "out": str(out),
+        "seed": args.seed,
+        "mb": args.mb,
+        "secrets": args.secrets,
+        "total_bytes": sum(s.bytes for s in stats),
+        "total_files": sum(s.files for s in stats),
         "agents": {s.agent: {"bytes": s.bytes, "files": s.files, "sessions": s.sessions} for s in stats},
         "seconds": round(time.perf_counter() - started, 2),
         "ingest_flags": ingest_flags(out, args.agents),

@@ -41,9 +41,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E402
 from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
+
 from kbtools.ingest.memo import MEMO_FILE  # noqa: E402
 
-SUMMARY_KEYS = ("discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates", "errors")
+SUMMARY_KEYS = (
+    "discovered",
+    "processed",
+    "unchanged",
+    "skipped",
+    "failed",
+    "candidates",
+    "rejected",
+    "duplicates",
+    "errors",
+)
 
 
 def run_phase(phase: str, cmd: list[str], cwd: Path, session_bytes: int, logs: Path) -> dict[str, object]:
@@ -53,8 +64,11 @@ def run_phase(phase: str, cmd: list[str], cwd: Path, session_bytes: int, logs: P
     lines = out_path.read_text("utf-8", "replace").strip().splitlines()
     summary = json.loads(lines[-1]) if run.exit == 0 and lines else {}
     return {
-        "phase": phase, "exit": run.exit, "seconds": round(run.seconds, 3),
-        "session_mb": round(session_bytes / 1e6, 2), "mb_per_s": round(session_bytes / 1e6 / run.seconds, 1),
+        "phase": phase,
+        "exit": run.exit,
+        "seconds": round(run.seconds, 3),
+        "session_mb": round(session_bytes / 1e6, 2),
+        "mb_per_s": round(session_bytes / 1e6 / run.seconds, 1),
         "peak_rss_mb": round(run.usage.ru_maxrss / 1024, 1),  # Linux reports KiB
         **{k: summary.get(k) for k in SUMMARY_KEYS},
         **({} if run.exit == 0 else {"stderr_tail": err_path.read_text("utf-8", "replace")[-500:]}),
@@ -68,8 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--append-fraction", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1, help="seed of the appended turns")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="runs of each rerun phase, from the same ledgers (a summary line gives min and median)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each rerun phase, from the same ledgers (a summary line gives min and median)",
+    )
     args = parser.parse_args(argv)
     agents = agents_in(args.corpus)
     if not agents:
@@ -81,7 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.mkdir(parents=True)
     compile_package()
     subprocess.run([*kb_command(), "init", str(kb)], check=True, stdout=subprocess.DEVNULL)
-    cmd = [*kb_command(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers), *ingest_flags(corpus, agents)]
+    cmd = [
+        *kb_command(),
+        "ingest",
+        "--write",
+        "--skip-hindsight",
+        "--output-dir",
+        str(ledgers),
+        *ingest_flags(corpus, agents),
+    ]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
 
@@ -111,8 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds += [result["seconds"]] if number >= warm else []
         if runs > 1:
             shutil.rmtree(before)
-            print(json.dumps({"phase": phase, "runs": runs, "min_s": min(seconds),
-                              "median_s": statistics.median(seconds)}), flush=True)
+            print(
+                json.dumps(
+                    {"phase": phase, "runs": runs, "min_s": min(seconds), "median_s": statistics.median(seconds)}
+                ),
+                flush=True,
+            )
     return 1 if failed else 0
 
 

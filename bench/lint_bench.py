@@ -35,8 +35,10 @@ from benchenv import RUN_ENV, bench_git, kb_command, timed_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOCALE = "zh-cn"
-WORDS = ("evidence manifest ledger session transcript wiki note index log raw source hash commit "
-         "agent ingest redaction filter shingle gate identifier retention lint hook pipeline").split()
+WORDS = (
+    "evidence manifest ledger session transcript wiki note index log raw source hash commit "
+    "agent ingest redaction filter shingle gate identifier retention lint hook pipeline"
+).split()
 
 
 def _prose(rng: random.Random, size: int) -> str:
@@ -60,8 +62,10 @@ def generate_kb(root: Path, raws: int = 10_000, notes: int = 2_000, seed: int = 
     manifest: list[str] = []
     raw_slugs = [f"raw-source-{i:05d}" for i in range(raws)]
     for i, slug in enumerate(raw_slugs):
-        head = (f'---\ntitle: "Raw source {i}"\ncapturedAt: 2026-08-07 00:00:00+00:00\nsourceType: gist\n'
-                f"sourceUrl: https://example.com/{slug}\nimmutable: true\n---\n\n# {slug}\n\n")
+        head = (
+            f'---\ntitle: "Raw source {i}"\ncapturedAt: 2026-08-07 00:00:00+00:00\nsourceType: gist\n'
+            f"sourceUrl: https://example.com/{slug}\nimmutable: true\n---\n\n# {slug}\n\n"
+        )
         data = (head + _prose(rng, 8_000 - len(head))).encode("utf-8")
         (raw_dir / f"{slug}.md").write_bytes(data)
         manifest.append(f"{hashlib.sha256(data).hexdigest()} {LOCALE}/{slug}.md\n")
@@ -72,12 +76,16 @@ def generate_kb(root: Path, raws: int = 10_000, notes: int = 2_000, seed: int = 
         sources = [raw_slugs[(i * 5 + k) % raws] for k in range(rng.randint(1, 3))]
         related = [note_slugs[(i + k) % notes] for k in (1, 2)]
         status = "provisional" if i % 5 == 0 else "active"
-        body = (f"# {slug}\n\n{_prose(rng, 1200)}\nSee [{related[0]}](/note/{related[0]}) and "
-                f"[the other](./{related[1]}.md), evidence `{sources[0]}`.\n\n{_prose(rng, 600)}")
+        body = (
+            f"# {slug}\n\n{_prose(rng, 1200)}\nSee [{related[0]}](/note/{related[0]}) and "
+            f"[the other](./{related[1]}.md), evidence `{sources[0]}`.\n\n{_prose(rng, 600)}"
+        )
         (note_dir / f"{slug}.md").write_text(
             f'---\ntitle: "Note {i}"\ntimestamp: 2026-08-08 00:00:00+00:00\nseries: bench\nkind: concept\n'
             f"status: {status}\nsources: [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]\n"
-            f"related: [{', '.join(related)}]\n---\n\n{body}", encoding="utf-8")
+            f"related: [{', '.join(related)}]\n---\n\n{body}",
+            encoding="utf-8",
+        )
         index.append(f"- [Note {i}](/note/{slug}) — summary {i}")
     index += ["", "## Raw sources", "", "| slug | type |", "| --- | --- |"]
     index += [f"| `{slug}` | gist |" for slug in raw_slugs]
@@ -93,8 +101,10 @@ def stage_three_changes(root: Path) -> None:
     """A new raw file, its manifest line and its index row, all staged (what an ingest of
     one source touches before a note cites it)."""
     raw = root / "src/content/raw" / LOCALE / "raw-source-new.md"
-    data = (b'---\ntitle: "New"\ncapturedAt: 2026-08-09 00:00:00+00:00\nsourceType: gist\n'
-            b"sourceUrl: https://example.com/new\nimmutable: true\n---\n\nNew evidence.\n")
+    data = (
+        b'---\ntitle: "New"\ncapturedAt: 2026-08-09 00:00:00+00:00\nsourceType: gist\n'
+        b"sourceUrl: https://example.com/new\nimmutable: true\n---\n\nNew evidence.\n"
+    )
     raw.write_bytes(data)
     with (root / "src/content/raw/.manifest.sha256").open("a", encoding="utf-8") as fh:
         fh.write(f"{hashlib.sha256(data).hexdigest()} {LOCALE}/raw-source-new.md\n")
@@ -109,8 +119,9 @@ def stage_note_and_log(root: Path) -> None:
     text = note.read_text(encoding="utf-8").replace("sources: [", 'sources: ["raw-source-new", ', 1)
     note.write_text(text + "\nOne more line citing `raw-source-new`.\n", encoding="utf-8")
     log = root / "src/content/information" / LOCALE / "kb-log.md"
-    log.write_text(log.read_text(encoding="utf-8") + "\n## [2026-08-29] ingest | new source\n\nAdded.\n",
-                   encoding="utf-8")
+    log.write_text(
+        log.read_text(encoding="utf-8") + "\n## [2026-08-29] ingest | new source\n\nAdded.\n", encoding="utf-8"
+    )
     bench_git(root, "add", "-A")
 
 
@@ -133,12 +144,16 @@ def yaml_costs(n: int = 3000) -> dict[str, float]:
 
     from kbtools.kb.frontmatter import load_yaml_mapping
 
-    doc = ('title: "Raw source 1"\ncapturedAt: 2026-08-07 00:00:00+00:00\nsourceType: gist\n'
-           "sourceUrl: https://example.com/raw-source-1\nimmutable: true\n")
+    doc = (
+        'title: "Raw source 1"\ncapturedAt: 2026-08-07 00:00:00+00:00\nsourceType: gist\n'
+        "sourceUrl: https://example.com/raw-source-1\nimmutable: true\n"
+    )
     costs = {}
-    for name, load in (("YAML(typ='safe', pure=True)", YAML(typ="safe", pure=True).load),
-                       ("YAML(typ='safe') C-backed", YAML(typ="safe").load),
-                       ("kb lean C parser", load_yaml_mapping)):
+    for name, load in (
+        ("YAML(typ='safe', pure=True)", YAML(typ="safe", pure=True).load),
+        ("YAML(typ='safe') C-backed", YAML(typ="safe").load),
+        ("kb lean C parser", load_yaml_mapping),
+    ):
         start = time.perf_counter()
         for _ in range(n):
             load(doc)
@@ -162,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated {args.raws} raw + {args.notes} notes in {time.perf_counter() - start:.1f} s ({tmp})")
         raw_files = sorted(str(p) for p in (tmp / "src/content/raw" / LOCALE).iterdir())
         full = best_of(args.runs, [*kb_cmd, "lint"], tmp)
-        sha = best_of(args.runs, ["sh", "-c", "find src/content/raw -name '*.md' -print0 | xargs -0 sha256sum >/dev/null"],
-                      tmp)
+        sha = best_of(
+            args.runs, ["sh", "-c", "find src/content/raw -name '*.md' -print0 | xargs -0 sha256sum >/dev/null"], tmp
+        )
         stage_three_changes(tmp)
         staged = best_of(args.runs, [*kb_cmd, "lint", "--staged"], tmp)
         staged_raw = best_of(args.runs, [*kb_cmd, "lint", "--staged", "--only", "raw"], tmp)
@@ -183,9 +199,11 @@ def main(argv: list[str] | None = None) -> int:
             cmd = f"python bench/lint_bench.py --raws {args.raws} --notes {args.notes} --runs {args.runs}"
             with (HERE / "RESULTS.md").open("a", encoding="utf-8") as fh:
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-                fh.write(f"\n## kb lint\n\nCommand: `{cmd}` (best of {args.runs}, wall clock, `kb` as a subprocess; "
-                         f"{os.cpu_count()} CPUs; load average {load} at the end: other jobs shared the machine, "
-                         "so compare with the sha256sum line measured alongside).\n\n")
+                fh.write(
+                    f"\n## kb lint\n\nCommand: `{cmd}` (best of {args.runs}, wall clock, `kb` as a subprocess; "
+                    f"{os.cpu_count()} CPUs; load average {load} at the end: other jobs shared the machine, "
+                    "so compare with the sha256sum line measured alongside).\n\n"
+                )
                 fh.write("\n".join(lines) + "\n")
     finally:
         if args.keep is None:

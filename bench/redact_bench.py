@@ -48,11 +48,28 @@ WORDS = (
 ).split()
 VERBS = "added fixed renamed removed moved refactored tested checked updated rewrote split merged".split()
 IDENTS = "parse_manifest load_config redact_text run_lint SourceUnit LedgerRow build_index shingle".split()
-FILES = ("src/app/main.py", "kbtools/ingest/pipeline.py", "tests/test_cli.py", "package.json", "README.md",
-         "src/components/Header.tsx", "Cargo.toml", "docs/setup.md")
-PUBLIC = ("https://docs.python.org/3/library/re.html", "https://github.com/pre-commit/pre-commit",
-          "https://www.rfc-editor.org/rfc/rfc8259", "/usr/bin/env python3", "/etc/hosts", "astro@latest",
-          "vitest@3", "react@18.2.0", "max_tokens=4096", "tokens_saved=42 token_count=10")
+FILES = (
+    "src/app/main.py",
+    "kbtools/ingest/pipeline.py",
+    "tests/test_cli.py",
+    "package.json",
+    "README.md",
+    "src/components/Header.tsx",
+    "Cargo.toml",
+    "docs/setup.md",
+)
+PUBLIC = (
+    "https://docs.python.org/3/library/re.html",
+    "https://github.com/pre-commit/pre-commit",
+    "https://www.rfc-editor.org/rfc/rfc8259",
+    "/usr/bin/env python3",
+    "/etc/hosts",
+    "astro@latest",
+    "vitest@3",
+    "react@18.2.0",
+    "max_tokens=4096",
+    "tokens_saved=42 token_count=10",
+)
 USERS = ("alice", "bob", "chen", "dmitri", "eve")
 FENCES = (
     "```python\ndef load(path: Path) -> dict:\n    with path.open() as fh:\n        return json.load(fh)\n```",
@@ -125,8 +142,15 @@ def throughput(messages: list[str]) -> dict[str, float]:
     labelled = sum(1 for text in messages if redactor.redact(text).labels)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     size = mb(messages)
-    return {"mb": size, "messages": len(messages), "redacted_messages": labelled, "cpu_s": cpu, "wall_s": wall,
-            "mb_per_cpu_s": size / cpu, "mb_per_wall_s": size / wall}
+    return {
+        "mb": size,
+        "messages": len(messages),
+        "redacted_messages": labelled,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "mb_per_cpu_s": size / cpu,
+        "mb_per_wall_s": size / wall,
+    }
 
 
 # The reference pipeline's pass, for scale: its 19 regexes applied one after another over the
@@ -143,14 +167,25 @@ REFERENCE_PASS = [
     (re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AKIA[A-Z0-9]{16})\b"), "<REDACTED_API_KEY>"),
     (re.compile(r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{12,}"), "<REDACTED_TOKEN>"),
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{16,}|xox[baprs]-[A-Za-z0-9-]{16,})\b"), "<REDACTED_TOKEN>"),
-    (re.compile(r"""["']?\b[A-Z0-9_]*(?:token|authorization|cookie|secret(?:[_-]?key)?)\b["']?""" + _VAL, re.I),
-     "token=<REDACTED_TOKEN>"),
-    (re.compile(r"""["']?\b[A-Z0-9_]*(?:password|passwd)[A-Z0-9_]*\b["']?""" + _VAL, re.I), "password=<REDACTED_PASSWORD>"),
+    (
+        re.compile(r"""["']?\b[A-Z0-9_]*(?:token|authorization|cookie|secret(?:[_-]?key)?)\b["']?""" + _VAL, re.I),
+        "token=<REDACTED_TOKEN>",
+    ),
+    (
+        re.compile(r"""["']?\b[A-Z0-9_]*(?:password|passwd)[A-Z0-9_]*\b["']?""" + _VAL, re.I),
+        "password=<REDACTED_PASSWORD>",
+    ),
     (re.compile(r"\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b", re.I), "<PRIVATE_EMAIL>"),
     (re.compile(r"\b[A-Z0-9._-]+@[A-Z0-9_-]+\b", re.I), "<PRIVATE_EMAIL>"),
-    (re.compile(r"\b(?:(?:10|127)(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}"
-                r"|(?<![0-9A-F:])::1(?![0-9A-F:])|(?:F[CD][0-9A-F]{2}|FE[89AB][0-9A-F])(?::[0-9A-F]{0,4}){1,7}"
-                r"|localhost|(?:[A-Z0-9-]+\.)+(?:internal|local|lan|corp))\b", re.I), "<PRIVATE_HOST>"),
+    (
+        re.compile(
+            r"\b(?:(?:10|127)(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}"
+            r"|(?<![0-9A-F:])::1(?![0-9A-F:])|(?:F[CD][0-9A-F]{2}|FE[89AB][0-9A-F])(?::[0-9A-F]{0,4}){1,7}"
+            r"|localhost|(?:[A-Z0-9-]+\.)+(?:internal|local|lan|corp))\b",
+            re.I,
+        ),
+        "<PRIVATE_HOST>",
+    ),
     (re.compile(r"\\\\" + _SEGW + r"\\" + _SEGW + r"(?:\\" + _SEGW + r")*"), "<PRIVATE_PATH>"),
     (re.compile(r"\b[A-Z]:\\" + _SEGW + r"(?:\\" + _SEGW + r")*", re.I), "<PRIVATE_PATH>"),
     (re.compile(r"/(?:home|Users)/[A-Za-z0-9._-]+(?:/" + _SEGP[:-1] + r"*)?", re.M), "<PRIVATE_PATH>"),
@@ -234,22 +269,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     messages = corpus(int(args.mb * 1e6), args.seed)
     ours = throughput(messages)
-    print(f"kb redact: {ours['mb']:.1f} MB, {ours['messages']} messages ({ours['redacted_messages']} with a "
-          f"redaction): {ours['cpu_s']:.2f} s CPU, {ours['wall_s']:.2f} s wall → "
-          f"{ours['mb_per_cpu_s']:.1f} MB/s per core (CPU), {ours['mb_per_wall_s']:.1f} MB/s wall")
+    print(
+        f"kb redact: {ours['mb']:.1f} MB, {ours['messages']} messages ({ours['redacted_messages']} with a "
+        f"redaction): {ours['cpu_s']:.2f} s CPU, {ours['wall_s']:.2f} s wall → "
+        f"{ours['mb_per_cpu_s']:.1f} MB/s per core (CPU), {ours['mb_per_wall_s']:.1f} MB/s wall"
+    )
     subset = messages[: max(1, len(messages) // 4)]
     ref = reference_pass(subset)
-    print(f"reference-style pass (19 regexes in sequence, no prefilter): {ref['mb']:.1f} MB in "
-          f"{ref['cpu_s']:.2f} s CPU → {ref['mb_per_cpu_s']:.1f} MB/s; kb redact ×{ours['mb_per_cpu_s'] / ref['mb_per_cpu_s']:.1f}")
+    print(
+        f"reference-style pass (19 regexes in sequence, no prefilter): {ref['mb']:.1f} MB in "
+        f"{ref['cpu_s']:.2f} s CPU → {ref['mb_per_cpu_s']:.1f} MB/s; kb redact ×{ours['mb_per_cpu_s'] / ref['mb_per_cpu_s']:.1f}"
+    )
     if args.detect_secrets:
         subset: list[str] = []
         while mb(subset) < args.ds_mb and len(subset) < len(messages):
             subset.append(messages[len(subset)])
         ds = detect_secrets(args.detect_secrets, subset)
         ours_subset = throughput(subset)
-        print(f"detect-secrets: {ds['mb']:.1f} MB: {ds['cpu_s']:.2f} s CPU ({ds['findings']} findings) → "
-              f"{ds['mb_per_cpu_s']:.2f} MB/s; kb redact on the same: {ours_subset['mb_per_cpu_s']:.1f} MB/s → "
-              f"×{ours_subset['mb_per_cpu_s'] / ds['mb_per_cpu_s']:.0f}")
+        print(
+            f"detect-secrets: {ds['mb']:.1f} MB: {ds['cpu_s']:.2f} s CPU ({ds['findings']} findings) → "
+            f"{ds['mb_per_cpu_s']:.2f} MB/s; kb redact on the same: {ours_subset['mb_per_cpu_s']:.1f} MB/s → "
+            f"×{ours_subset['mb_per_cpu_s'] / ds['mb_per_cpu_s']:.0f}"
+        )
     rows = adversarial(args.adversarial_max_kb)
     print("\n| hostile input | " + " | ".join(f"{s // 1000} KB" for s, _ in rows[0][1]) + " | growth per ×10 |")
     print("| --- | " + " | ".join("---" for _ in rows[0][1]) + " | --- |")

@@ -39,9 +39,16 @@ from benchenv import RUN_ENV  # noqa: E402
 from corpus import ingest_flags  # noqa: E402
 
 INGEST_MODULES = (
-    "kbtools.cli", "kbtools.cli.ingest", "kbtools.ingest.pipeline", "kbtools.redact",
-    "kbtools.ingest.sources", "kbtools.ingest.sources.omp", "kbtools.ingest.sources.opencode",
-    "kbtools.ingest.sources.codex", "kbtools.ingest.sources.prompt_history", "kbtools.ingest.sources.claude",
+    "kbtools.cli",
+    "kbtools.cli.ingest",
+    "kbtools.ingest.pipeline",
+    "kbtools.redact",
+    "kbtools.ingest.sources",
+    "kbtools.ingest.sources.omp",
+    "kbtools.ingest.sources.opencode",
+    "kbtools.ingest.sources.codex",
+    "kbtools.ingest.sources.prompt_history",
+    "kbtools.ingest.sources.claude",
     "kbtools.derived.filter",
 )
 
@@ -89,8 +96,9 @@ def _best(values: list[float]) -> dict[str, float]:
 
 
 def _run(python: str, code: str, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, check=True,
-                          env=env, cwd=tempfile.gettempdir())
+    done = subprocess.run(
+        [python, "-c", code, *args], capture_output=True, text=True, check=True, env=env, cwd=tempfile.gettempdir()
+    )
     return done.stdout
 
 
@@ -126,8 +134,12 @@ def measure_derived_filter(python: str, runs: int, scratch: Path) -> None:
         imports.append(float(imported))
         loads.append(float(loaded))
     totals = [a + b for a, b in zip(imports, loads)]
-    print(json.dumps({"measure": "derived_filter", "import": _best(imports), "load": _best(loads),
-                      "total": _best(totals)}), flush=True)
+    print(
+        json.dumps(
+            {"measure": "derived_filter", "import": _best(imports), "load": _best(loads), "total": _best(totals)}
+        ),
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

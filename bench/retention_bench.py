@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from benchenv import bench_git, timed_run  # noqa: E402
+
 from kbtools.config import RetentionConfig  # noqa: E402
 from kbtools.retention.gate import grade  # noqa: E402
 from kbtools.retention.taxonomy import taxonomy  # noqa: E402
@@ -38,18 +39,20 @@ WORDS = (
 
 def identifier(rng: random.Random) -> str:
     n = rng.randrange(10_000)
-    return rng.choice([
-        f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}",
-        f"src/content/note/en/page-{n}.md",
-        f"{rng.getrandbits(40):010x}"[:9] + "a1",
-        f"v{n % 9}.{n % 13}.{n % 7}",
-        f"KB_SETTING_{n}",
-        f"https://example.com/docs/{n}/",
-        f"host-{n}.example.com:{1024 + n}",
-        f"/srv/data/run-{n}/out.json",
-        f"CVE-2026-{n}",
-        f"report-{n}.html",
-    ])
+    return rng.choice(
+        [
+            f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}",
+            f"src/content/note/en/page-{n}.md",
+            f"{rng.getrandbits(40):010x}"[:9] + "a1",
+            f"v{n % 9}.{n % 13}.{n % 7}",
+            f"KB_SETTING_{n}",
+            f"https://example.com/docs/{n}/",
+            f"host-{n}.example.com:{1024 + n}",
+            f"/srv/data/run-{n}/out.json",
+            f"CVE-2026-{n}",
+            f"report-{n}.html",
+        ]
+    )
 
 
 def make_page(rng: random.Random, size: int) -> str:
@@ -139,8 +142,10 @@ def main() -> None:
     for size, ids, median, worst in rows:
         print(f"| {size // 1000} KB | {ids} | {median:.1f} ms | {worst:.1f} ms |")
     print()
-    print(f"- `kb retention check OLD NEW` (8 KB pages), subprocess wall: {pair:.0f} ms "
-          f"(`kb --version` alone: {noop:.0f} ms)")
+    print(
+        f"- `kb retention check OLD NEW` (8 KB pages), subprocess wall: {pair:.0f} ms "
+        f"(`kb --version` alone: {noop:.0f} ms)"
+    )
     print(f"- `kb retention check --staged`, 5 rewritten 8 KB notes of 20: {staged:.0f} ms wall")
     print(f"- `kb retention probe` over {args.rewrites} rewrites (+1 commit of 5): {probe:.0f} ms wall")
 

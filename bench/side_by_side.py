@@ -41,12 +41,23 @@ def benches(out: Path) -> list[tuple[str, list[str]]]:
 def machine() -> dict[str, object]:
     model = ""
     try:
-        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("model name")), "")
+        model = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
     except OSError:
         pass
-    return {"cores": os.cpu_count(), "cpu": model, "python": platform.python_version(),
-            "system": f"{platform.system()} {platform.release()}", "load_1m": os.getloadavg()[0]}
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "system": f"{platform.system()} {platform.release()}",
+        "load_1m": os.getloadavg()[0],
+    }
 
 
 def main() -> int:
@@ -62,8 +73,17 @@ def main() -> int:
         with (out / f"{name}.txt").open("wb") as log:
             code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=BENCH.parent).returncode
         failed |= code != 0
-        print(json.dumps({"bench": name, "exit": code, "seconds": round(time.perf_counter() - started, 1),
-                          "output": str(out / f"{name}.txt")}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "bench": name,
+                    "exit": code,
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "output": str(out / f"{name}.txt"),
+                }
+            ),
+            flush=True,
+        )
     return 1 if failed else 0
 
 

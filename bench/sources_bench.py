@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchenv import best_time  # noqa: E402
+
 from kbtools.ingest.model import SourceSettings  # noqa: E402
 from kbtools.ingest.sources import SOURCES  # noqa: E402
 
@@ -35,8 +36,11 @@ def settings_for(corpus: Path) -> SourceSettings:
 
 def source_bytes(name: str, corpus: Path) -> int:
     roots = {
-        "omp": [corpus / "omp"], "codex": [corpus / "codex"], "claude": [corpus / "claude/projects"],
-        "opencode": [corpus / "opencode"], "prompt_history": [corpus / "opencode-state"],
+        "omp": [corpus / "omp"],
+        "codex": [corpus / "codex"],
+        "claude": [corpus / "claude/projects"],
+        "opencode": [corpus / "opencode"],
+        "prompt_history": [corpus / "opencode-state"],
     }.get(name, [])
     total = 0
     for root in roots:

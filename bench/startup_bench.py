@@ -40,28 +40,52 @@ HOOK_COMMANDS = (
     ("artifacts", "record", "--staged"),
 )
 HELP_COMMANDS = (
-    (), ("init",), ("lint",), ("raw", "add"), ("raw", "verify"), ("ingest",), ("redact",),
-    ("artifacts", "record"), ("verify",), ("retention", "check"), ("retention", "probe"),
-    ("promote",), ("hooks", "install"),
+    (),
+    ("init",),
+    ("lint",),
+    ("raw", "add"),
+    ("raw", "verify"),
+    ("ingest",),
+    ("redact",),
+    ("artifacts", "record"),
+    ("verify",),
+    ("retention", "check"),
+    ("retention", "probe"),
+    ("promote",),
+    ("hooks", "install"),
 )
 # Modules that no command should import before it needs them.
-HEAVY = ("pydantic", "rich", "ruamel.yaml", "git", "ahocorasick_rs", "kbtools.redact.engine",
-         "kbtools.redact.rules", "kbtools.derived", "kbtools.ingest", "sqlite3", "json", "typer")
+HEAVY = (
+    "pydantic",
+    "rich",
+    "ruamel.yaml",
+    "git",
+    "ahocorasick_rs",
+    "kbtools.redact.engine",
+    "kbtools.redact.rules",
+    "kbtools.derived",
+    "kbtools.ingest",
+    "sqlite3",
+    "json",
+    "typer",
+)
 
 
 def stage_three_notes(root: Path) -> None:
     """Three notes each gain a paragraph (identifiers kept), staged."""
     for i in (1, 2, 3):
         note = root / "src/content/note" / LOCALE / f"note-{i:04d}.md"
-        note.write_text(note.read_text(encoding="utf-8") + f"\nAnother paragraph {i} on the same evidence.\n",
-                        encoding="utf-8")
+        note.write_text(
+            note.read_text(encoding="utf-8") + f"\nAnother paragraph {i} on the same evidence.\n", encoding="utf-8"
+        )
     bench_git(root, "add", "-A")
 
 
 def import_costs(kb: Interpreter, argv: tuple[str, ...], cwd: Path) -> tuple[float, dict[str, float]]:
     """Total and per-heavy-module cumulative import time (ms) of ``kb ARGV``."""
-    proc = subprocess.run([kb.python, "-X", "importtime", "-m", "kbtools", *argv], cwd=cwd,
-                          capture_output=True, text=True, env=kb.env)
+    proc = subprocess.run(
+        [kb.python, "-X", "importtime", "-m", "kbtools", *argv], cwd=cwd, capture_output=True, text=True, env=kb.env
+    )
     heavy: dict[str, float] = {}
     total = 0.0
     for line in proc.stderr.splitlines():
@@ -110,8 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raws", type=int, default=200)
     ap.add_argument("--notes", type=int, default=50)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--kb", action="append", metavar="'[VAR=value ...] PYTHON'",
-                    help="interpreter running -m kbtools; repeat to compare (default: this python)")
+    ap.add_argument(
+        "--kb",
+        action="append",
+        metavar="'[VAR=value ...] PYTHON'",
+        help="interpreter running -m kbtools; repeat to compare (default: this python)",
+    )
     ap.add_argument("--imports", action="store_true")
     args = ap.parse_args(argv)
     kbs = [Interpreter.parse(spec) for spec in (args.kb or [sys.executable])]
@@ -123,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         # The first record adds the staged notes to the artifact manifest (exit 1, the hook
         # convention); stage that too so every timed run is the steady state.
         first = kbs[0]
-        subprocess.run([first.python, "-m", "kbtools", "artifacts", "record", "--staged"], cwd=root,
-                       capture_output=True, env=first.env)
+        subprocess.run(
+            [first.python, "-m", "kbtools", "artifacts", "record", "--staged"],
+            cwd=root,
+            capture_output=True,
+            env=first.env,
+        )
         bench_git(root, "add", "-A")
         print(f"KB: {args.raws} raw files, {args.notes} notes; 3 staged notes; best of {args.runs}, interleaved")
         print("| command | " + " | ".join(f"`{kb.label}`" for kb in kbs) + " |")

@@ -45,8 +45,22 @@ class RedactionConfig(NamedTuple):
     # Not `/tmp/`: temp files carry user, project and task names (the reference contract
     # test requires `/tmp/<name>.html` to be redacted).
     public_path_prefixes: tuple[str, ...] = (
-        "/usr/", "/etc/", "/opt/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/",
-        "/lib64/", "/var/", "/run/", "/srv/", "/nix/", "/Library/", "/System/",
+        "/usr/",
+        "/etc/",
+        "/opt/",
+        "/proc/",
+        "/sys/",
+        "/dev/",
+        "/bin/",
+        "/sbin/",
+        "/lib/",
+        "/lib64/",
+        "/var/",
+        "/run/",
+        "/srv/",
+        "/nix/",
+        "/Library/",
+        "/System/",
         "/Applications/",
     )
     # Literal strings that are never redacted (e.g. a public host name of the team).
@@ -87,8 +101,15 @@ class RetentionConfig(NamedTuple):
     # Frontmatter keys that record when a page was touched: their values change on every
     # rewrite, so they are not anchors.
     ignore_frontmatter_keys: tuple[str, ...] = (
-        "timestamp", "updated", "updatedAt", "updated_at", "lastUpdated", "last_updated", "lastmod",
-        "modified", "last_modified",
+        "timestamp",
+        "updated",
+        "updatedAt",
+        "updated_at",
+        "lastUpdated",
+        "last_updated",
+        "lastmod",
+        "modified",
+        "last_modified",
     )
 
 

@@ -29,7 +29,7 @@ def write_all(fd: int, data: bytes) -> None:
     """All of ``data`` to ``fd`` (a write to a pipe or a file may take only part)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def stat_key(st: os.stat_result) -> tuple[int, int, int]:
@@ -49,8 +49,9 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
-def atomic_write_bytes(path: Path, chunks: Iterable[bytes], *, mode: int = PRIVATE_FILE_MODE,
-                       durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, chunks: Iterable[bytes], *, mode: int = PRIVATE_FILE_MODE, durable: bool = True
+) -> None:
     """Write ``chunks`` to ``path`` atomically: a reader sees the old or the new file, never a mix.
 
     ``durable=False`` skips the fsyncs: for a cache, which after a power loss may

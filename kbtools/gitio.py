@@ -31,8 +31,7 @@ def git_env() -> dict[str, str]:
 def _run(args: list[str], cwd: Path, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """git ``args`` with ``data`` (or nothing) on stdin; OSError when git cannot be started."""
     feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}
-    return subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env(),
-                          **feed)
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, env=git_env(), **feed)
 
 
 def git_bytes(args: list[str], cwd: Path, *, check: bool = True, data: bytes | None = None) -> bytes:
@@ -148,8 +147,20 @@ def commit_changes(root: Path, rev_range: str, paths: list[str]) -> list[CommitC
     """
     out = git(
         _QUIET_PATHS
-        + ["log", "-z", "--reverse", "--full-history", "--format=%x01%H %P", "--name-status", "-M",
-           "--diff-merges=first-parent", *_DIFF_FLAGS, rev_range, "--", *paths],
+        + [
+            "log",
+            "-z",
+            "--reverse",
+            "--full-history",
+            "--format=%x01%H %P",
+            "--name-status",
+            "-M",
+            "--diff-merges=first-parent",
+            *_DIFF_FLAGS,
+            rev_range,
+            "--",
+            *paths,
+        ],
         root,
     )
     result: list[CommitChange] = []
@@ -174,7 +185,7 @@ def read_blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
         pos = end + 1
         if len(header) == 3 and header[1] == b"blob":
             size = int(header[2])
-            result[spec] = out[pos:pos + size]
+            result[spec] = out[pos : pos + size]
             pos += size + 1
         else:
             result[spec] = None

@@ -20,9 +20,16 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(var, str(home / var.lower()))
     for var in (
-        "CODEX_HOME", "HINDSIGHT_API_URL", "HINDSIGHT_API_KEY", "KB_IDENTIFIER_LOSS_REFUSE",
-        "OPENCODE_DB", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR",
-        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
+        "CODEX_HOME",
+        "HINDSIGHT_API_URL",
+        "HINDSIGHT_API_KEY",
+        "KB_IDENTIFIER_LOSS_REFUSE",
+        "OPENCODE_DB",
+        "CLAUDE_CONFIG_DIR",
+        "PI_CODING_AGENT_DIR",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
     ):
         monkeypatch.delenv(var, raising=False)
     # Redaction treats the account running kb as a private name; pin it to a generic account so

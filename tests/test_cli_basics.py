@@ -21,9 +21,15 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path):
     import json
     import signal
     import subprocess
-    
-    proc = subprocess.Popen([*kb_command(), "redact", "--jsonl"], cwd=tmp_path, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    proc = subprocess.Popen(
+        [*kb_command(), "redact", "--jsonl"],
+        cwd=tmp_path,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({"text": "hello"}) + "\n")
@@ -46,5 +52,6 @@ def test_the_kb_process_leaves_at_once_with_all_its_output_and_its_exit_code(tmp
     result = run_kb_process("redact", "--jsonl", cwd=tmp_path, stdin=lines)
     assert result.code == 0, result.err
     assert [json.loads(line)["text"] for line in result.out.splitlines()] == [
-        json.loads(line)["text"] for line in lines.splitlines()]
+        json.loads(line)["text"] for line in lines.splitlines()
+    ]
     assert run_kb_process("lint", "--root", str(tmp_path / "missing"), cwd=tmp_path).code == 2

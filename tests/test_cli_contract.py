@@ -114,9 +114,11 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line(tmp_path: Path) -> None:
     kb = make_kb(tmp_path / "kb")
     with HindsightServer(handler=_hang) as server:
         proc = subprocess.Popen(
-            [*kb_command(), "ingest", "--hindsight-url", server.url,
-             "--output-dir", str(tmp_path / "out")],
-            cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [*kb_command(), "ingest", "--hindsight-url", server.url, "--output-dir", str(tmp_path / "out")],
+            cwd=kb.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 30
@@ -141,9 +143,22 @@ def test_ctrl_c_to_the_whole_process_group_stops_a_parallel_ingest(tmp_path: Pat
     generate(corpus, total_bytes=40_000_000, seed=3, agents=["omp"], secret_mode="none")
     with HindsightServer(handler=_hang) as server:
         proc = subprocess.Popen(
-            [*kb_command(), "ingest", "--jobs", "2", *ingest_flags(corpus, ["omp"]),
-             "--hindsight-url", server.url, "--output-dir", str(tmp_path / "out")],
-            cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            [
+                *kb_command(),
+                "ingest",
+                "--jobs",
+                "2",
+                *ingest_flags(corpus, ["omp"]),
+                "--hindsight-url",
+                server.url,
+                "--output-dir",
+                str(tmp_path / "out"),
+            ],
+            cwd=kb.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + 30

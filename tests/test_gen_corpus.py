@@ -22,17 +22,36 @@ EXAMPLES = REPO / "examples" / "sessions"
 EXAMPLE_ARGS = {"total_bytes": 1_500_000, "seed": 20260601, "secret_mode": "placeholder"}
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-OMP_FILE = re.compile(rf"^omp/agent/sessions/(-[^/]*|--[^/]+--)/\d{{4}}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{{3}}Z_({UUID})\.jsonl$")
+OMP_FILE = re.compile(
+    rf"^omp/agent/sessions/(-[^/]*|--[^/]+--)/\d{{4}}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{{3}}Z_({UUID})\.jsonl$"
+)
 CODEX_FILE = re.compile(rf"^codex/sessions/(\d{{4}})/(\d\d)/(\d\d)/rollout-\1-\2-\3T\d\d-\d\d-\d\d-({UUID})\.jsonl$")
 CLAUDE_FILE = re.compile(rf"^claude/projects/(-[A-Za-z0-9-]+)/({UUID})\.jsonl$")
 
 # Text that only tool output, thinking or harness scaffolding carries: none of it may reach a record.
 NOT_PROSE_MARKERS = (
-    "Chunk ID:", "     1\t", "test session starts", "CONTAINER ID", "Progress: resolved", "The user wants the",
-    "Planning the change", "You are a coding agent", "<environment_context>", "<permissions instructions>",
-    "AGENTS.md instructions", "Called the Read tool", "Applied 1 edit", "Success. Updated the following files",
-    "<system-reminder>", "This session is being continued", "API Error: 529", "<advisory", "Summary of the work so far",
-    "Caveat: The messages below", "<command-name>", "<local-command-stdout>",
+    "Chunk ID:",
+    "     1\t",
+    "test session starts",
+    "CONTAINER ID",
+    "Progress: resolved",
+    "The user wants the",
+    "Planning the change",
+    "You are a coding agent",
+    "<environment_context>",
+    "<permissions instructions>",
+    "AGENTS.md instructions",
+    "Called the Read tool",
+    "Applied 1 edit",
+    "Success. Updated the following files",
+    "<system-reminder>",
+    "This session is being continued",
+    "API Error: 529",
+    "<advisory",
+    "Summary of the work so far",
+    "Caveat: The messages below",
+    "<command-name>",
+    "<local-command-stdout>",
 )
 
 # Real-shaped secrets (random mode) and the committed placeholders (safe mode).
@@ -138,7 +157,11 @@ def test_omp_files_have_header_and_a_tree(corpus: Path) -> None:
         if first["type"] == "title":
             assert len(lines[0]) + 1 == 256  # the fixed title slot, rewritten in place
             first = json.loads(lines[1])
-        assert first["type"] == "session" and first["version"] == 3 and first["cwd"].startswith(("/home/", "/Users/", "/tmp/"))
+        assert (
+            first["type"] == "session"
+            and first["version"] == 3
+            and first["cwd"].startswith(("/home/", "/Users/", "/tmp/"))
+        )
         entries = [json.loads(line) for line in lines if b'"parentId"' in line]
         ids = {e["id"] for e in entries}
         assert all(e["parentId"] is None or e["parentId"] in ids for e in entries)
@@ -157,7 +180,9 @@ def test_codex_rollouts_use_the_envelope(corpus: Path) -> None:
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         assert lines[0]["type"] == "session_meta" and path.stem.endswith(lines[0]["payload"]["id"])
         assert {line["type"] for line in lines} <= {"session_meta", "response_item", "event_msg", "turn_context"}
-        texts = [c["text"] for line in lines if line["payload"].get("type") == "message" for c in line["payload"]["content"]]
+        texts = [
+            c["text"] for line in lines if line["payload"].get("type") == "message" for c in line["payload"]["content"]
+        ]
         assert any(t.startswith("<environment_context>") for t in texts)
 
 
@@ -226,9 +251,12 @@ def _units(corpus: Path, tool: str) -> Iterator[object]:
     from kbtools.ingest.model import SourceSettings
 
     settings = SourceSettings(
-        omp_sessions=corpus / "omp" / "agent" / "sessions", codex_dir=corpus / "codex",
-        opencode_db=corpus / "opencode" / "opencode.db", opencode_storage=corpus / "opencode" / "storage",
-        prompt_history=corpus / "opencode-state" / "prompt-history.jsonl", claude_dir=corpus / "claude",
+        omp_sessions=corpus / "omp" / "agent" / "sessions",
+        codex_dir=corpus / "codex",
+        opencode_db=corpus / "opencode" / "opencode.db",
+        opencode_storage=corpus / "opencode" / "storage",
+        prompt_history=corpus / "opencode-state" / "prompt-history.jsonl",
+        claude_dir=corpus / "claude",
     )
     for source in sources.SOURCES:
         if source.name == tool:
@@ -267,8 +295,9 @@ def test_kb_ingest_reads_the_generated_corpus(corpus: Path, tmp_path: Path) -> N
 
     kb = tmp_path / "kb"
     kb.mkdir()
-    result = run_kb("ingest", "--root", str(kb), "--skip-hindsight", "--output-dir", str(tmp_path / "out"),
-                    *ingest_flags(corpus))
+    result = run_kb(
+        "ingest", "--root", str(kb), "--skip-hindsight", "--output-dir", str(tmp_path / "out"), *ingest_flags(corpus)
+    )
     assert result.code == 0, result.err
     summary = json.loads(result.out.strip().splitlines()[-1])
     assert summary["failed"] == 0 and summary["errors"] == 0
@@ -279,8 +308,23 @@ def test_kb_ingest_reads_the_generated_corpus(corpus: Path, tmp_path: Path) -> N
 
 
 def test_cli_prints_one_json_line_with_ingest_flags(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "0.3", "--seed", "2",
-                           "--agents", "codex,claude", "--safe-secrets"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "gen_corpus.py"),
+            str(tmp_path),
+            "--mb",
+            "0.3",
+            "--seed",
+            "2",
+            "--agents",
+            "codex,claude",
+            "--safe-secrets",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     [line] = proc.stdout.splitlines()
     summary = json.loads(line)
     assert set(summary["agents"]) == {"codex", "claude"}
@@ -290,8 +334,11 @@ def test_cli_prints_one_json_line_with_ingest_flags(tmp_path: Path) -> None:
 
 
 def test_cli_rejects_an_unknown_agent(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "1", "--agents", "cursor"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "1", "--agents", "cursor"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "unknown agent(s) cursor" in proc.stderr
     assert not any(tmp_path.iterdir())
@@ -307,8 +354,12 @@ def test_committed_examples_are_what_the_documented_command_generates(tmp_path: 
 @pytest.mark.slow
 def test_ingest_bench_reports_three_phases(tmp_path: Path) -> None:
     generate(tmp_path / "corpus", total_bytes=300_000, seed=6)
-    proc = subprocess.run([sys.executable, str(BENCH / "ingest_bench.py"), str(tmp_path / "corpus"), str(tmp_path / "work")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "ingest_bench.py"), str(tmp_path / "corpus"), str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = {row["phase"]: row for row in map(json.loads, proc.stdout.splitlines())}
     assert list(rows) == ["first", "unchanged", "append", "appended"]

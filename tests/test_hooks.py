@@ -19,8 +19,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def _commit(repo: Path, message: str, **env: str) -> subprocess.CompletedProcess[str]:
     """A real `git commit` (hooks run); by default with this interpreter's `kb` first on PATH."""
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env}
-    return subprocess.run(["git", "commit", "--allow-empty", "-m", message], cwd=repo, env={**os.environ, **env},
-                          text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.run(
+        ["git", "commit", "--allow-empty", "-m", message],
+        cwd=repo,
+        env={**os.environ, **env},
+        text=True,
+        capture_output=True,
+    )
 
 
 def _git_hook(repo: Path, name: str, text: str) -> Path:
@@ -149,8 +154,7 @@ def test_uninstall_unsets_only_a_kb_hooks_path(kb, tmp_path):
     assert git(repo, "config", "core.hooksPath").strip() == "tools/githooks"
 
 
-def test_hook_steps_skip_a_command_this_kb_lacks_and_stop_before_the_last_after_a_failure(kb, capsys,
-                                                                                          monkeypatch):
+def test_hook_steps_skip_a_command_this_kb_lacks_and_stop_before_the_last_after_a_failure(kb, capsys, monkeypatch):
     monkeypatch.chdir(kb.root)
     assert run_steps([("no-such-command", "--staged"), ("lint", "--staged")]) == 0
     assert "skipped `kb no-such-command --staged`" in capsys.readouterr().err

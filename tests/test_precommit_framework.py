@@ -24,8 +24,9 @@ def _run(command: list[str], *, cwd: Path, home: Path) -> subprocess.CompletedPr
         # `language: system` hooks and the installed git hook find this interpreter's `kb`.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     }
-    return subprocess.run(command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=300)
+    return subprocess.run(
+        command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300
+    )
 
 
 def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
@@ -76,11 +77,21 @@ def test_try_repo_kb_lint_refuses_a_staged_raw_edit_and_lets_a_clean_commit_thro
     _edit_raw(refused_kb)
     clean_kb = make_kb(tmp_path / "clean", locale="en")
     _add_clean_evidence(clean_kb)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home), "PRE_COMMIT_COLOR": "never",
-           "PIP_CACHE_DIR": str(pre_commit_home / "pip-cache")}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(pre_commit_home),
+        "PRE_COMMIT_COLOR": "never",
+        "PIP_CACHE_DIR": str(pre_commit_home / "pip-cache"),
+    }
     running = [
-        subprocess.Popen([*PRE_COMMIT, "try-repo", str(REPO_ROOT), "kb-lint"], cwd=kb.root, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        subprocess.Popen(
+            [*PRE_COMMIT, "try-repo", str(REPO_ROOT), "kb-lint"],
+            cwd=kb.root,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         for kb in (refused_kb, clean_kb)
     ]
     (refused_out, _), (clean_out, _) = (proc.communicate(timeout=600) for proc in running)
@@ -123,4 +134,3 @@ def test_installed_framework_hook_refuses_a_raw_edit_and_lets_a_clean_commit_thr
     accepted = _commit_via_git(kb.root, "ingest new source", pre_commit_home)
     assert accepted.returncode == 0, accepted.stdout
     assert int(git(kb.root, "rev-list", "--count", "HEAD")) == int(commits) + 1
-

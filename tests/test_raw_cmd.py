@@ -15,7 +15,7 @@ from tests.testing.kbfactory import MANIFEST, make_kb
 def _frontmatter(path):
     text = path.read_text(encoding="utf-8")
     assert text.startswith("---\n")
-    return YAML(typ="safe").load(text[4:text.index("\n---", 3)])
+    return YAML(typ="safe").load(text[4 : text.index("\n---", 3)])
 
 
 def _manifest_lines(root):
@@ -35,18 +35,20 @@ def test_raw_add_copies_markdown_completes_frontmatter_and_appends_its_manifest_
     result = run_kb("raw", "add", str(source), cwd=kb.root)
     assert result.code == 0, result.err
     raw = kb.root / "src/content/raw/en/design-notes-v2.md"
-    assert f"added src/content/raw/en/design-notes-v2.md (sha256 {hashlib.sha256(raw.read_bytes()).hexdigest()}" \
+    assert (
+        f"added src/content/raw/en/design-notes-v2.md (sha256 {hashlib.sha256(raw.read_bytes()).hexdigest()}"
         in result.out
+    )
     fields = _frontmatter(raw)
     assert fields["title"] == "Loader choice"
     assert fields["sourceType"] == "file" and fields["sourceUrl"] == "file:Design Notes_v2.md"
     assert fields["immutable"] is True
     captured = fields["capturedAt"]
-    assert abs((dt.datetime.now(dt.timezone.utc) - captured.replace(tzinfo=dt.timezone.utc)).total_seconds()) < 60
+    assert abs((dt.datetime.now(dt.UTC) - captured.replace(tzinfo=dt.UTC)).total_seconds()) < 60
     assert raw.read_bytes().endswith(source.read_bytes())  # the evidence body is kept byte for byte
     after = _manifest_lines(kb.root)
     assert after[: len(before)] == before  # existing lines untouched
-    assert after[len(before):] == [f"{hashlib.sha256(raw.read_bytes()).hexdigest()} en/design-notes-v2.md"]
+    assert after[len(before) :] == [f"{hashlib.sha256(raw.read_bytes()).hexdigest()} en/design-notes-v2.md"]
 
 
 def test_raw_add_adds_only_missing_fields_and_keeps_existing_lines_byte_identical(kb, tmp_path):
@@ -132,10 +134,13 @@ def test_raw_add_creates_the_manifest_and_locale_folder_when_missing(tmp_path):
     assert _manifest_lines(kb.root) == [f"{hashlib.sha256(raw.read_bytes()).hexdigest()} pt-br/first-evidence.md"]
 
 
-@pytest.mark.parametrize(("args", "stem"), [
-    (("--slug", "Bad_Slug"), "invalid slug 'Bad_Slug'"),
-    (("--locale", "../up"), "invalid locale '../up'"),
-])
+@pytest.mark.parametrize(
+    ("args", "stem"),
+    [
+        (("--slug", "Bad_Slug"), "invalid slug 'Bad_Slug'"),
+        (("--locale", "../up"), "invalid locale '../up'"),
+    ],
+)
 def test_raw_add_rejects_bad_slug_and_locale(kb, tmp_path, args, stem):
     source = tmp_path / "x.md"
     source.write_text("# x\n", encoding="utf-8")
@@ -150,14 +155,17 @@ def test_slug_option_names_one_file_only(kb, tmp_path):
     assert result.code == 2 and "--slug names one file" in result.err
 
 
-@pytest.mark.parametrize(("name", "slug"), [
-    ("Design Notes_v2.md", "design-notes-v2"),
-    ("2026-08-07 meeting.TXT", "2026-08-07-meeting"),
-    ("already-kebab.md", "already-kebab"),
-    ("--weird--.md", "weird"),
-    ("no_extension", "no-extension"),
-    ("日本語.md", ""),
-])
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("Design Notes_v2.md", "design-notes-v2"),
+        ("2026-08-07 meeting.TXT", "2026-08-07-meeting"),
+        ("already-kebab.md", "already-kebab"),
+        ("--weird--.md", "weird"),
+        ("no_extension", "no-extension"),
+        ("日本語.md", ""),
+    ],
+)
 def test_slug_from_filename_is_lowercase_kebab_case(name, slug):
     assert slug_from_filename(name) == slug
 
@@ -235,7 +243,8 @@ def test_raw_add_of_several_files_appends_one_line_each_in_order(kb, tmp_path):
     assert result.code == 0, result.err
     raws = [kb.root / f"src/content/raw/en/note-{n}.md" for n in range(5)]
     assert _manifest_lines(kb.root) == before + [
-        f"{hashlib.sha256(raw.read_bytes()).hexdigest()} en/{raw.name}" for raw in raws]
+        f"{hashlib.sha256(raw.read_bytes()).hexdigest()} en/{raw.name}" for raw in raws
+    ]
     # A second call with one of them again names the taken slug and adds nothing.
     again = run_kb("raw", "add", sources[2], cwd=kb.root)
     assert again.code == 2 and "note-2" in again.err

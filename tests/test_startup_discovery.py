@@ -28,9 +28,21 @@ def _touch(path: Path, text: str = "{}\n") -> None:
 def _tricky_tree(root: Path, outside: Path) -> None:
     """Names whose string order differs from their path order ('-' < '.' < '/'),
     a directory named like a session file, links of every kind, a pruned folder."""
-    for rel in ("a.jsonl", "a-b.jsonl", "a/x.jsonl", "a/b/c/deep.jsonl", "Z.jsonl", "é.jsonl", "sp ace/s.jsonl",
-                "__advisor-1.jsonl", "notes.txt", "a/x.json", ".hidden/h.jsonl", ".omp-backups/old.jsonl",
-                "nested/.omp-backups/older.jsonl"):
+    for rel in (
+        "a.jsonl",
+        "a-b.jsonl",
+        "a/x.jsonl",
+        "a/b/c/deep.jsonl",
+        "Z.jsonl",
+        "é.jsonl",
+        "sp ace/s.jsonl",
+        "__advisor-1.jsonl",
+        "notes.txt",
+        "a/x.json",
+        ".hidden/h.jsonl",
+        ".omp-backups/old.jsonl",
+        "nested/.omp-backups/older.jsonl",
+    ):
         _touch(root / rel, f'{{"n": "{rel}"}}\n')
     (root / "dir.jsonl").mkdir()
     _touch(root / "dir.jsonl/inner.jsonl")
@@ -67,8 +79,7 @@ def test_file_store_refs_equal_a_plain_walk_in_value_and_order(tmp_path: Path) -
     _tricky_tree(codex / "archived_sessions", tmp_path / "outside-codex-archive")
     _touch(codex / "history.jsonl")
     _tricky_tree(claude / "projects", tmp_path / "outside-claude")
-    settings = SourceSettings(omp_sessions=omp, codex_dir=codex, claude_dir=claude,
-                              opencode_db=tmp_path / "none.db")
+    settings = SourceSettings(omp_sessions=omp, codex_dir=codex, claude_dir=claude, opencode_db=tmp_path / "none.db")
     refs = [r for r in discover_all(settings) if r.tool != "opencode"]
 
     codex_sessions = sorted(
@@ -88,8 +99,18 @@ def test_file_store_refs_equal_a_plain_walk_in_value_and_order(tmp_path: Path) -
     # The literal order the ledgers have always seen (a sort of the string, not of path parts).
     omp_names = [os.path.relpath(r.locator, omp) for r in refs if r.tool == "omp"]
     assert omp_names == [
-        ".hidden/h.jsonl", "Z.jsonl", "__advisor-1.jsonl", "a-b.jsonl", "a.jsonl", "a/b/c/deep.jsonl",
-        "a/x.jsonl", "dangling.jsonl", "dir.jsonl/inner.jsonl", "link-to-file.jsonl", "sp ace/s.jsonl", "é.jsonl",
+        ".hidden/h.jsonl",
+        "Z.jsonl",
+        "__advisor-1.jsonl",
+        "a-b.jsonl",
+        "a.jsonl",
+        "a/b/c/deep.jsonl",
+        "a/x.jsonl",
+        "dangling.jsonl",
+        "dir.jsonl/inner.jsonl",
+        "link-to-file.jsonl",
+        "sp ace/s.jsonl",
+        "é.jsonl",
     ]
     dangling = next(r for r in refs if r.locator == str(omp / "dangling.jsonl"))
     assert dangling.stat_key is None
@@ -129,5 +150,6 @@ def test_readers_are_imported_by_discovery_before_its_first_ref(tmp_path: Path) 
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == [
-        "['claude', 'codex', 'common', 'omp', 'opencode', 'prompt_history']", "False",
+        "['claude', 'codex', 'common', 'omp', 'opencode', 'prompt_history']",
+        "False",
     ]

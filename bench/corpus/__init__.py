@@ -39,8 +39,9 @@ class StoreStats:
     sessions: int
 
 
-def generate(out: Path, *, total_bytes: int, seed: int, agents: tuple[str, ...] = AGENTS,
-             secret_mode: str = "random") -> list[StoreStats]:
+def generate(
+    out: Path, *, total_bytes: int, seed: int, agents: tuple[str, ...] = AGENTS, secret_mode: str = "random"
+) -> list[StoreStats]:
     unknown = sorted(set(agents) - set(AGENTS))
     if unknown:
         raise ValueError(f"unknown agent(s): {', '.join(unknown)} (known: {', '.join(AGENTS)})")
@@ -73,8 +74,12 @@ def ingest_flags(out: Path, agents: tuple[str, ...] = AGENTS) -> list[str]:
     if "codex" in agents:
         flags += ["--codex-dir", str(out / "codex")]
     if "opencode" in agents:
-        flags += ["--opencode-db", str(out / "opencode" / "opencode.db"),
-                  "--prompt-history", str(out / "opencode-state" / "prompt-history.jsonl")]
+        flags += [
+            "--opencode-db",
+            str(out / "opencode" / "opencode.db"),
+            "--prompt-history",
+            str(out / "opencode-state" / "prompt-history.jsonl"),
+        ]
     if "claude" in agents:
         flags += ["--claude-dir", str(out / "claude")]
     return flags

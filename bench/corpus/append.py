@@ -39,11 +39,29 @@ def _last_json(path: Path) -> dict[str, object]:
 def _omp_lines(last: dict[str, object], prompt: str, reply: str, ms: int, rng: random.Random) -> list[str]:
     user_id, reply_id = f"{rng.getrandbits(32):08x}", f"{rng.getrandbits(32):08x}"
     return [
-        dumps({"type": "message", "id": user_id, "parentId": last.get("id"), "timestamp": iso(ms),
-               "message": {"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": ms}}),
-        dumps({"type": "message", "id": reply_id, "parentId": user_id, "timestamp": iso(ms + 9000),
-               "message": {"role": "assistant", "content": [{"type": "text", "text": reply}], "stopReason": "stop",
-                           "timestamp": ms + 9000}}),
+        dumps(
+            {
+                "type": "message",
+                "id": user_id,
+                "parentId": last.get("id"),
+                "timestamp": iso(ms),
+                "message": {"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": ms},
+            }
+        ),
+        dumps(
+            {
+                "type": "message",
+                "id": reply_id,
+                "parentId": user_id,
+                "timestamp": iso(ms + 9000),
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": reply}],
+                    "stopReason": "stop",
+                    "timestamp": ms + 9000,
+                },
+            }
+        ),
     ]
 
 
@@ -54,21 +72,45 @@ def _codex_lines(last: dict[str, object], prompt: str, reply: str, ms: int, rng:
         env: dict[str, object] = {"timestamp": iso(ms + 9000 * i)}
         if isinstance(ordinal, int):
             env["ordinal"] = ordinal + 1 + i
-        env.update(type="response_item", payload={"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+        env.update(
+            type="response_item", payload={"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+        )
         lines.append(dumps(env))
     return lines
 
 
 def _claude_lines(last: dict[str, object], prompt: str, reply: str, ms: int, rng: random.Random) -> list[str]:
-    base: dict[str, object] = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch") if k in last}
+    base: dict[str, object] = {
+        k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch") if k in last
+    }
     user_uuid, reply_uuid = uuid4(rng), uuid4(rng)
     return [
-        dumps({"parentUuid": last.get("uuid"), **base, "type": "user", "message": {"role": "user", "content": prompt},
-               "uuid": user_uuid, "timestamp": iso(ms)}),
-        dumps({"parentUuid": user_uuid, **base, "type": "assistant", "message": {
-            "id": "msg_01" + base62(rng, 22), "type": "message", "role": "assistant",
-            "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn"}, "uuid": reply_uuid,
-            "timestamp": iso(ms + 9000)}),
+        dumps(
+            {
+                "parentUuid": last.get("uuid"),
+                **base,
+                "type": "user",
+                "message": {"role": "user", "content": prompt},
+                "uuid": user_uuid,
+                "timestamp": iso(ms),
+            }
+        ),
+        dumps(
+            {
+                "parentUuid": user_uuid,
+                **base,
+                "type": "assistant",
+                "message": {
+                    "id": "msg_01" + base62(rng, 22),
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": reply}],
+                    "stop_reason": "end_turn",
+                },
+                "uuid": reply_uuid,
+                "timestamp": iso(ms + 9000),
+            }
+        ),
     ]
 
 
@@ -102,8 +144,13 @@ def append_turns(out: Path, fraction: float, seed: int, content: Content | None 
             for sid in rng.sample(ids, max(1, round(len(ids) * fraction))) if ids else []:
                 ctx = new_context(rng, "anthropic", "claude-sonnet-4-5", False)
                 ms = ctx.clock_ms
-                for i, (role, text) in enumerate((("user", content.prompt(rng, ctx)), ("assistant", content.final(rng, ctx)))):
-                    mid, pid = f"msg_{ms * 4096 + i:012x}{base62(rng, 14)}", f"prt_{ms * 4096 + i:012x}{base62(rng, 14)}"
+                for i, (role, text) in enumerate(
+                    (("user", content.prompt(rng, ctx)), ("assistant", content.final(rng, ctx)))
+                ):
+                    mid, pid = (
+                        f"msg_{ms * 4096 + i:012x}{base62(rng, 14)}",
+                        f"prt_{ms * 4096 + i:012x}{base62(rng, 14)}",
+                    )
                     data = dumps({"role": role, "time": {"created": ms + i}})
                     part = dumps({"type": "text", "text": text})
                     con.execute("INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, ms + i, ms + i, data))

@@ -22,6 +22,7 @@ BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 MIN_SESSION = 8_000
 
+
 def dumps(obj: object) -> str:
     """Compact JSON, as the agents write it (non-ASCII kept)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

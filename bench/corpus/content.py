@@ -15,8 +15,21 @@ import random
 from corpus.model import SessionContext, Step, ToolCall, Turn
 from corpus.secrets import SecretMaker
 from corpus.vocab import (
-    ADJECTIVES, COLLEAGUES, ERRORS, LIBRARIES, MODULES, NOUNS, PEOPLE, PRIVATE_ENDPOINTS, PRIVATE_HOSTS,
-    PROJECTS, PUBLIC_URLS, TEST_COMMANDS, VERB_FORMS, VERBS, Project,
+    ADJECTIVES,
+    COLLEAGUES,
+    ERRORS,
+    LIBRARIES,
+    MODULES,
+    NOUNS,
+    PEOPLE,
+    PRIVATE_ENDPOINTS,
+    PRIVATE_HOSTS,
+    PROJECTS,
+    PUBLIC_URLS,
+    TEST_COMMANDS,
+    VERB_FORMS,
+    VERBS,
+    Project,
 )
 
 # Personalisation markers inside pool blobs, replaced per session.
@@ -51,13 +64,18 @@ def _rel_path(rng: random.Random, project: Project, test: bool = False) -> str:
     if project.lang == "python":
         return f"tests/test_{mod}.py" if test else f"src/{project.package}/{mod}.py"
     if project.lang == "typescript":
-        return f"src/lib/{mod}.test.ts" if test else rng.choice((f"src/lib/{mod}.ts", f"src/components/{mod.capitalize()}.tsx"))
+        return (
+            f"src/lib/{mod}.test.ts"
+            if test
+            else rng.choice((f"src/lib/{mod}.ts", f"src/components/{mod.capitalize()}.tsx"))
+        )
     return f"src/{mod}.rs" if not test else f"tests/{mod}.rs"
 
 
 def _test_command(rng: random.Random, project: Project) -> str:
-    return rng.choice(TEST_COMMANDS[project.lang]).format(mod=rng.choice(MODULES), verb=rng.choice(VERBS),
-                                                          noun=rng.choice(NOUNS), pkg=project.package)
+    return rng.choice(TEST_COMMANDS[project.lang]).format(
+        mod=rng.choice(MODULES), verb=rng.choice(VERBS), noun=rng.choice(NOUNS), pkg=project.package
+    )
 
 
 # --------------------------------------------------------------------------- code
@@ -65,19 +83,23 @@ def _test_command(rng: random.Random, project: Project) -> str:
 
 def _python_function(rng: random.Random) -> list[str]:
     name, a, b = _ident(rng), rng.choice(NOUNS), rng.choice(NOUNS) + "s"
-    lines = [f"def {name}({a}: {_type_name(rng)}, *, strict: bool = False) -> list[{_type_name(rng)}]:",
-             f'    """{rng.choice(VERBS).capitalize()} every {a} of the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}."""',
-             f"    {b} = []"]
+    lines = [
+        f"def {name}({a}: {_type_name(rng)}, *, strict: bool = False) -> list[{_type_name(rng)}]:",
+        f'    """{rng.choice(VERBS).capitalize()} every {a} of the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}."""',
+        f"    {b} = []",
+    ]
     for _ in range(rng.randint(2, 7)):
         r = rng.random()
         if r < 0.25:
             lines += [f"    for item in {a}.{rng.choice(NOUNS)}s:", f"        {b}.append({_ident(rng)}(item))"]
         elif r < 0.45:
             err = rng.choice(("ValueError", "KeyError", "RuntimeError", "LookupError"))
-            lines += [f"    if {a}.{rng.choice(NOUNS)} is None:",
-                      f'        raise {err}(f"missing {rng.choice(NOUNS)} in {{{a}!r}}")']
+            lines += [
+                f"    if {a}.{rng.choice(NOUNS)} is None:",
+                f'        raise {err}(f"missing {rng.choice(NOUNS)} in {{{a}!r}}")',
+            ]
         elif r < 0.6:
-            lines += ["    with open(path, encoding=\"utf-8\") as fh:", f"        {rng.choice(NOUNS)} = json.load(fh)"]
+            lines += ['    with open(path, encoding="utf-8") as fh:', f"        {rng.choice(NOUNS)} = json.load(fh)"]
         elif r < 0.8:
             lines.append(f'    log.debug("{rng.choice(VERBS)} %d {rng.choice(NOUNS)}s in %.2fs", len({b}), elapsed)')
         else:
@@ -88,16 +110,28 @@ def _python_function(rng: random.Random) -> list[str]:
 
 def _ts_function(rng: random.Random) -> list[str]:
     name, a, t = _camel(rng), rng.choice(NOUNS), _type_name(rng)
-    lines = [f"export async function {name}({a}: {t}, opts: {{ signal?: AbortSignal }} = {{}}): Promise<{_type_name(rng)}[]> {{",
-             "  const out = [];"]
+    lines = [
+        f"export async function {name}({a}: {t}, opts: {{ signal?: AbortSignal }} = {{}}): Promise<{_type_name(rng)}[]> {{",
+        "  const out = [];",
+    ]
     for _ in range(rng.randint(2, 7)):
         r = rng.random()
         if r < 0.3:
-            lines += [f"  for (const item of {a}.{rng.choice(NOUNS)}s) {{", f"    out.push(await {_camel(rng)}(item));", "  }"]
+            lines += [
+                f"  for (const item of {a}.{rng.choice(NOUNS)}s) {{",
+                f"    out.push(await {_camel(rng)}(item));",
+                "  }",
+            ]
         elif r < 0.5:
-            lines += [f"  if (!{a}.{rng.choice(NOUNS)}) {{", f"    throw new Error(`missing {rng.choice(NOUNS)}: ${{{a}.id}}`);", "  }"]
+            lines += [
+                f"  if (!{a}.{rng.choice(NOUNS)}) {{",
+                f"    throw new Error(`missing {rng.choice(NOUNS)}: ${{{a}.id}}`);",
+                "  }",
+            ]
         elif r < 0.7:
-            lines.append(f"  const res = await fetch(`/api/{rng.choice(NOUNS)}s/${{{a}.id}}`, {{ signal: opts.signal }});")
+            lines.append(
+                f"  const res = await fetch(`/api/{rng.choice(NOUNS)}s/${{{a}.id}}`, {{ signal: opts.signal }});"
+            )
         else:
             lines.append(f"  const {rng.choice(NOUNS)} = {_camel(rng)}({a}, {rng.randint(1, 500)});")
     lines += ["  return out;", "}", ""]
@@ -106,14 +140,22 @@ def _ts_function(rng: random.Random) -> list[str]:
 
 def _rust_function(rng: random.Random) -> list[str]:
     name, a, t = _ident(rng), rng.choice(NOUNS), _type_name(rng)
-    lines = [f"pub fn {name}({a}: &{t}, limit: usize) -> Result<Vec<{_type_name(rng)}>, Error> {{",
-             "    let mut out = Vec::with_capacity(limit);"]
+    lines = [
+        f"pub fn {name}({a}: &{t}, limit: usize) -> Result<Vec<{_type_name(rng)}>, Error> {{",
+        "    let mut out = Vec::with_capacity(limit);",
+    ]
     for _ in range(rng.randint(2, 7)):
         r = rng.random()
         if r < 0.3:
-            lines += [f"    for item in {a}.{rng.choice(NOUNS)}s.iter() {{", f"        out.push({_ident(rng)}(item)?);", "    }"]
+            lines += [
+                f"    for item in {a}.{rng.choice(NOUNS)}s.iter() {{",
+                f"        out.push({_ident(rng)}(item)?);",
+                "    }",
+            ]
         elif r < 0.5:
-            lines += [f"    let {rng.choice(NOUNS)} = {a}.{rng.choice(NOUNS)}.as_ref().ok_or(Error::Missing(\"{rng.choice(NOUNS)}\"))?;"]
+            lines += [
+                f'    let {rng.choice(NOUNS)} = {a}.{rng.choice(NOUNS)}.as_ref().ok_or(Error::Missing("{rng.choice(NOUNS)}"))?;'
+            ]
         else:
             lines.append(f'    tracing::debug!(count = out.len(), "{rng.choice(VERBS)} {rng.choice(NOUNS)}");')
     lines += ["    Ok(out)", "}", ""]
@@ -125,13 +167,35 @@ _FUNCTION = {"python": _python_function, "typescript": _ts_function, "rust": _ru
 
 def _module_header(rng: random.Random, lang: str) -> list[str]:
     if lang == "python":
-        return ['"""' + f"{rng.choice(NOUNS).capitalize()} {VERB_FORMS[rng.choice(VERBS)][2]} for the {rng.choice(MODULES)} layer." + '"""',
-                "", "from __future__ import annotations", "", "import json", "import logging", "from pathlib import Path",
-                "", "log = logging.getLogger(__name__)", ""]
+        return [
+            '"""'
+            + f"{rng.choice(NOUNS).capitalize()} {VERB_FORMS[rng.choice(VERBS)][2]} for the {rng.choice(MODULES)} layer."
+            + '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import json",
+            "import logging",
+            "from pathlib import Path",
+            "",
+            "log = logging.getLogger(__name__)",
+            "",
+        ]
     if lang == "typescript":
-        return [f"import {{ {_camel(rng)} }} from './{rng.choice(MODULES)}';", "import { z } from 'zod';", "",
-                f"export const {rng.choice(NOUNS)}Schema = z.object({{ id: z.string(), {rng.choice(NOUNS)}: z.number() }});", ""]
-    return ["use std::sync::{Arc, Mutex};", "", "use serde::{Deserialize, Serialize};", f"use crate::{rng.choice(MODULES)}::Error;", ""]
+        return [
+            f"import {{ {_camel(rng)} }} from './{rng.choice(MODULES)}';",
+            "import { z } from 'zod';",
+            "",
+            f"export const {rng.choice(NOUNS)}Schema = z.object({{ id: z.string(), {rng.choice(NOUNS)}: z.number() }});",
+            "",
+        ]
+    return [
+        "use std::sync::{Arc, Mutex};",
+        "",
+        "use serde::{Deserialize, Serialize};",
+        f"use crate::{rng.choice(MODULES)}::Error;",
+        "",
+    ]
 
 
 def source_code(rng: random.Random, lang: str, functions: int) -> str:
@@ -153,65 +217,106 @@ def _traceback(rng: random.Random, lang: str) -> str:
     if lang == "python":
         frames = []
         for _ in range(rng.randint(2, 7)):
-            frames += [f'  File "{HOME}/src/{REPO}/src/{rng.choice(MODULES)}.py", line {rng.randint(10, 900)}, in {_ident(rng)}',
-                       f"    {rng.choice(NOUNS)} = {_ident(rng)}({rng.choice(NOUNS)})"]
+            frames += [
+                f'  File "{HOME}/src/{REPO}/src/{rng.choice(MODULES)}.py", line {rng.randint(10, 900)}, in {_ident(rng)}',
+                f"    {rng.choice(NOUNS)} = {_ident(rng)}({rng.choice(NOUNS)})",
+            ]
         return "Traceback (most recent call last):\n" + "\n".join(frames) + "\n" + rng.choice(ERRORS["python"])
     if lang == "typescript":
-        frames = [f"    at {_camel(rng)} ({HOME}/src/{REPO}/src/lib/{rng.choice(MODULES)}.ts:{rng.randint(5, 400)}:{rng.randint(3, 60)})"
-                  for _ in range(rng.randint(3, 9))]
+        frames = [
+            f"    at {_camel(rng)} ({HOME}/src/{REPO}/src/lib/{rng.choice(MODULES)}.ts:{rng.randint(5, 400)}:{rng.randint(3, 60)})"
+            for _ in range(rng.randint(3, 9))
+        ]
         return rng.choice(ERRORS["typescript"]) + "\n" + "\n".join(frames)
-    return (f"thread 'main' panicked at src/{rng.choice(MODULES)}.rs:{rng.randint(10, 600)}:{rng.randint(5, 40)}:\n"
-            f"{rng.choice(ERRORS['rust'])}\nstack backtrace:\n"
-            + "\n".join(f"  {i}: {rng.choice(MODULES)}::{_ident(rng)}\n             at ./src/{rng.choice(MODULES)}.rs:{rng.randint(1, 500)}"
-                        for i in range(rng.randint(3, 10))))
+    return (
+        f"thread 'main' panicked at src/{rng.choice(MODULES)}.rs:{rng.randint(10, 600)}:{rng.randint(5, 40)}:\n"
+        f"{rng.choice(ERRORS['rust'])}\nstack backtrace:\n"
+        + "\n".join(
+            f"  {i}: {rng.choice(MODULES)}::{_ident(rng)}\n             at ./src/{rng.choice(MODULES)}.rs:{rng.randint(1, 500)}"
+            for i in range(rng.randint(3, 10))
+        )
+    )
 
 
 def _test_run(rng: random.Random, lang: str) -> str:
     n = rng.randint(20, 600)
     failed = rng.randint(0, 4) if rng.random() < 0.5 else 0
     if lang == "python":
-        head = ["============================= test session starts ==============================",
-                f"platform linux -- Python 3.{rng.choice((11, 12, 13))}.{rng.randint(1, 9)}, pytest-8.{rng.randint(0, 3)}.{rng.randint(0, 4)}, pluggy-1.5.0",
-                f"rootdir: {HOME}/src/{REPO}", "configfile: pyproject.toml", f"collected {n} items", ""]
+        head = [
+            "============================= test session starts ==============================",
+            f"platform linux -- Python 3.{rng.choice((11, 12, 13))}.{rng.randint(1, 9)}, pytest-8.{rng.randint(0, 3)}.{rng.randint(0, 4)}, pluggy-1.5.0",
+            f"rootdir: {HOME}/src/{REPO}",
+            "configfile: pyproject.toml",
+            f"collected {n} items",
+            "",
+        ]
         body = []
         for _ in range(max(1, n // 25)):
             mod = rng.choice(MODULES)
-            body.append(f"tests/test_{mod}.py " + "".join(rng.choices(".....F" if failed else ".", k=rng.randint(5, 60))) + f" [{rng.randint(1, 99):>3}%]")
+            body.append(
+                f"tests/test_{mod}.py "
+                + "".join(rng.choices(".....F" if failed else ".", k=rng.randint(5, 60)))
+                + f" [{rng.randint(1, 99):>3}%]"
+            )
         tail = []
         for _ in range(failed):
             tail += ["", f"___________________ test_{_ident(rng)} ___________________", _traceback(rng, lang)]
-        tail.append(f"{'=' * 20} {failed} failed, {n - failed} passed in {rng.uniform(0.4, 90):.2f}s {'=' * 20}" if failed
-                    else f"{'=' * 25} {n} passed in {rng.uniform(0.4, 90):.2f}s {'=' * 25}")
+        tail.append(
+            f"{'=' * 20} {failed} failed, {n - failed} passed in {rng.uniform(0.4, 90):.2f}s {'=' * 20}"
+            if failed
+            else f"{'=' * 25} {n} passed in {rng.uniform(0.4, 90):.2f}s {'=' * 25}"
+        )
         return "\n".join(head + body + tail)
     if lang == "typescript":
         lines = [f" RUN  v{_lib(rng, 'typescript')[1]} {HOME}/src/{REPO}", ""]
         for _ in range(max(1, n // 20)):
             ok = rng.random() > 0.1 or not failed
-            lines.append(f" {'✓' if ok else '×'} src/lib/{rng.choice(MODULES)}.test.ts ({rng.randint(1, 40)} tests) {rng.randint(3, 900)}ms")
+            lines.append(
+                f" {'✓' if ok else '×'} src/lib/{rng.choice(MODULES)}.test.ts ({rng.randint(1, 40)} tests) {rng.randint(3, 900)}ms"
+            )
         if failed:
             lines += ["", " FAIL  src/lib/" + rng.choice(MODULES) + ".test.ts > " + _camel(rng), _traceback(rng, lang)]
-        lines += ["", f" Test Files  {failed} failed | {n // 20} passed", f"      Tests  {failed} failed | {n} passed",
-                  f"   Duration  {rng.uniform(1, 40):.2f}s"]
+        lines += [
+            "",
+            f" Test Files  {failed} failed | {n // 20} passed",
+            f"      Tests  {failed} failed | {n} passed",
+            f"   Duration  {rng.uniform(1, 40):.2f}s",
+        ]
         return "\n".join(lines)
     lines = [f"   Compiling {_lib(rng, 'rust')[0]} v{_lib(rng, 'rust')[1]}" for _ in range(rng.randint(3, 30))]
-    lines += [f"    Finished `test` profile [unoptimized + debuginfo] target(s) in {rng.uniform(1, 120):.2f}s",
-              f"     Running unittests src/lib.rs (target/debug/deps/{REPO}-{_hex(rng, 16)})", "", f"running {n} tests"]
-    lines += [f"test {rng.choice(MODULES)}::tests::{_ident(rng)} ... {'ok' if rng.random() > 0.05 or not failed else 'FAILED'}"
-              for _ in range(min(n, 200))]
+    lines += [
+        f"    Finished `test` profile [unoptimized + debuginfo] target(s) in {rng.uniform(1, 120):.2f}s",
+        f"     Running unittests src/lib.rs (target/debug/deps/{REPO}-{_hex(rng, 16)})",
+        "",
+        f"running {n} tests",
+    ]
+    lines += [
+        f"test {rng.choice(MODULES)}::tests::{_ident(rng)} ... {'ok' if rng.random() > 0.05 or not failed else 'FAILED'}"
+        for _ in range(min(n, 200))
+    ]
     if failed:
         lines += ["", "failures:", "", _traceback(rng, "rust")]
-    lines.append(f"\ntest result: {'FAILED' if failed else 'ok'}. {n - failed} passed; {failed} failed; 0 ignored; finished in {rng.uniform(0.1, 30):.2f}s")
+    lines.append(
+        f"\ntest result: {'FAILED' if failed else 'ok'}. {n - failed} passed; {failed} failed; 0 ignored; finished in {rng.uniform(0.1, 30):.2f}s"
+    )
     return "\n".join(lines)
 
 
 def _install_log(rng: random.Random, lang: str) -> str:
     if lang == "python":
-        lines = [f"Collecting {n}=={v}\n  Downloading {n.replace('.', '_')}-{v}-py3-none-any.whl ({rng.randint(20, 4000)} kB)"
-                 for n, v in (_lib(rng, "python") for _ in range(rng.randint(5, 60)))]
-        lines.append("Successfully installed " + " ".join(f"{n}-{v}" for n, v in (_lib(rng, "python") for _ in range(12))))
+        lines = [
+            f"Collecting {n}=={v}\n  Downloading {n.replace('.', '_')}-{v}-py3-none-any.whl ({rng.randint(20, 4000)} kB)"
+            for n, v in (_lib(rng, "python") for _ in range(rng.randint(5, 60)))
+        ]
+        lines.append(
+            "Successfully installed " + " ".join(f"{n}-{v}" for n, v in (_lib(rng, "python") for _ in range(12)))
+        )
         return "\n".join(lines)
     if lang == "typescript":
-        lines = [f"Progress: resolved {i * 37}, reused {i * 35}, downloaded {i * 2}, added {i * 30}" for i in range(1, rng.randint(10, 80))]
+        lines = [
+            f"Progress: resolved {i * 37}, reused {i * 35}, downloaded {i * 2}, added {i * 30}"
+            for i in range(1, rng.randint(10, 80))
+        ]
         lines += [f"+ {n} {v}" for n, v in (_lib(rng, "typescript") for _ in range(rng.randint(4, 20)))]
         lines.append(f"Done in {rng.uniform(2, 60):.1f}s using pnpm v9.{rng.randint(0, 12)}.{rng.randint(0, 5)}")
         return "\n".join(lines)
@@ -222,9 +327,14 @@ def _git_log(rng: random.Random) -> str:
     out = []
     for _ in range(rng.randint(5, 60)):
         who = rng.choice(PEOPLE)
-        out += [f"commit {_hex(rng, 40)}", f"Author: {who.full_name} <{who.email}>",
-                f"Date:   {rng.choice(('Mon', 'Tue', 'Wed', 'Thu', 'Fri'))} {rng.choice(('Mar', 'Apr', 'May', 'Jun'))} {rng.randint(1, 28)} {rng.randint(8, 22)}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} 2026 +0200",
-                "", f"    {rng.choice(VERBS).capitalize()} {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} handling in {rng.choice(MODULES)}", ""]
+        out += [
+            f"commit {_hex(rng, 40)}",
+            f"Author: {who.full_name} <{who.email}>",
+            f"Date:   {rng.choice(('Mon', 'Tue', 'Wed', 'Thu', 'Fri'))} {rng.choice(('Mar', 'Apr', 'May', 'Jun'))} {rng.randint(1, 28)} {rng.randint(8, 22)}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} 2026 +0200",
+            "",
+            f"    {rng.choice(VERBS).capitalize()} {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} handling in {rng.choice(MODULES)}",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -233,10 +343,15 @@ def _git_diff(rng: random.Random, lang: str) -> str:
     for _ in range(rng.randint(1, 6)):
         mod = rng.choice(MODULES)
         path = f"src/{mod}.{EXT[lang]}"
-        out += [f"diff --git a/{path} b/{path}", f"index {_hex(rng, 7)}..{_hex(rng, 7)} 100644", f"--- a/{path}", f"+++ b/{path}"]
+        out += [
+            f"diff --git a/{path} b/{path}",
+            f"index {_hex(rng, 7)}..{_hex(rng, 7)} 100644",
+            f"--- a/{path}",
+            f"+++ b/{path}",
+        ]
         for _ in range(rng.randint(1, 5)):
             start = rng.randint(1, 800)
-            body = source_code(rng, lang, 1).split("\n")[:rng.randint(4, 20)]
+            body = source_code(rng, lang, 1).split("\n")[: rng.randint(4, 20)]
             out.append(f"@@ -{start},{len(body)} +{start},{len(body) + 1} @@")
             out += [rng.choice((" ", " ", " ", "-", "+")) + line for line in body]
     return "\n".join(out)
@@ -244,44 +359,64 @@ def _git_diff(rng: random.Random, lang: str) -> str:
 
 def _grep(rng: random.Random, lang: str) -> str:
     word = rng.choice(NOUNS)
-    return "\n".join(f"src/{rng.choice(MODULES)}.{EXT[lang]}:{rng.randint(1, 900)}:    {word} = {_ident(rng)}({rng.choice(NOUNS)})"
-                     for _ in range(rng.randint(3, 120)))
+    return "\n".join(
+        f"src/{rng.choice(MODULES)}.{EXT[lang]}:{rng.randint(1, 900)}:    {word} = {_ident(rng)}({rng.choice(NOUNS)})"
+        for _ in range(rng.randint(3, 120))
+    )
 
 
 def _ls(rng: random.Random) -> str:
     lines = [f"total {rng.randint(8, 400)}"]
     for _ in range(rng.randint(5, 50)):
         d = rng.random() < 0.3
-        lines.append(f"{'drwxr-xr-x' if d else '-rw-r--r--'}  1 {USER}  staff  {rng.randint(64, 90000):>6} "
-                     f"{rng.choice(('Mar', 'Apr', 'May'))} {rng.randint(1, 28):>2} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} "
-                     f"{rng.choice(MODULES)}{'' if d else '.' + rng.choice(('py', 'ts', 'md', 'json', 'toml', 'lock'))}")
+        lines.append(
+            f"{'drwxr-xr-x' if d else '-rw-r--r--'}  1 {USER}  staff  {rng.randint(64, 90000):>6} "
+            f"{rng.choice(('Mar', 'Apr', 'May'))} {rng.randint(1, 28):>2} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} "
+            f"{rng.choice(MODULES)}{'' if d else '.' + rng.choice(('py', 'ts', 'md', 'json', 'toml', 'lock'))}"
+        )
     return "\n".join(lines)
 
 
 def _json_blob(rng: random.Random) -> str:
     if rng.random() < 0.5:
-        issues = [{
-            "number": rng.randint(100, 9000), "title": f"{rng.choice(VERBS).capitalize()} fails on {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}",
-            "state": rng.choice(("open", "closed")), "user": {"login": rng.choice(PEOPLE).user, "id": rng.randint(10**5, 10**8)},
-            "labels": [{"name": rng.choice(("bug", "perf", "ingest", "good first issue"))}],
-            "created_at": f"2026-0{rng.randint(1, 9)}-{rng.randint(10, 28)}T{rng.randint(10, 23)}:{rng.randint(10, 59)}:00Z",
-            "body": f"Seen with {_lib(rng, 'python')[0]} on {rng.choice(PRIVATE_HOSTS)}. " + _traceback(rng, "python")[:400],
-            "node_id": "I_kwDO" + _hex(rng, 14), "comments": rng.randint(0, 40),
-        } for _ in range(rng.randint(2, 30))]
+        issues = [
+            {
+                "number": rng.randint(100, 9000),
+                "title": f"{rng.choice(VERBS).capitalize()} fails on {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}",
+                "state": rng.choice(("open", "closed")),
+                "user": {"login": rng.choice(PEOPLE).user, "id": rng.randint(10**5, 10**8)},
+                "labels": [{"name": rng.choice(("bug", "perf", "ingest", "good first issue"))}],
+                "created_at": f"2026-0{rng.randint(1, 9)}-{rng.randint(10, 28)}T{rng.randint(10, 23)}:{rng.randint(10, 59)}:00Z",
+                "body": f"Seen with {_lib(rng, 'python')[0]} on {rng.choice(PRIVATE_HOSTS)}. "
+                + _traceback(rng, "python")[:400],
+                "node_id": "I_kwDO" + _hex(rng, 14),
+                "comments": rng.randint(0, 40),
+            }
+            for _ in range(rng.randint(2, 30))
+        ]
         return json.dumps(issues, indent=2, ensure_ascii=False)
-    pkg = {"name": rng.choice(PROJECTS).name, "version": f"{rng.randint(0, 3)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
-           "private": True, "type": "module",
-           "scripts": {"dev": "vite", "build": "tsc -b && vite build", "test": "vitest run", "lint": "eslint ."},
-           "dependencies": {n: "^" + v for n, v in (_lib(rng, "typescript") for _ in range(rng.randint(3, 12)))},
-           "devDependencies": {n: "^" + v for n, v in (_lib(rng, "typescript") for _ in range(rng.randint(3, 12)))},
-           "author": f"{rng.choice(PEOPLE).full_name} <{EMAIL}>"}
+    pkg = {
+        "name": rng.choice(PROJECTS).name,
+        "version": f"{rng.randint(0, 3)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
+        "private": True,
+        "type": "module",
+        "scripts": {"dev": "vite", "build": "tsc -b && vite build", "test": "vitest run", "lint": "eslint ."},
+        "dependencies": {n: "^" + v for n, v in (_lib(rng, "typescript") for _ in range(rng.randint(3, 12)))},
+        "devDependencies": {n: "^" + v for n, v in (_lib(rng, "typescript") for _ in range(rng.randint(3, 12)))},
+        "author": f"{rng.choice(PEOPLE).full_name} <{EMAIL}>",
+    }
     return json.dumps(pkg, indent=2)
 
 
 def _env_file(rng: random.Random, secrets: SecretMaker) -> str:
-    lines = [f"# local settings for {REPO} — do not commit", f"APP_ENV={rng.choice(('dev', 'staging'))}",
-             f"DATABASE_HOST={rng.choice(PRIVATE_ENDPOINTS)}", f"ADMIN_EMAIL={EMAIL}", f"DATA_DIR={HOME}/data/{REPO}",
-             f"LOG_LEVEL={rng.choice(('debug', 'info'))}"]
+    lines = [
+        f"# local settings for {REPO} — do not commit",
+        f"APP_ENV={rng.choice(('dev', 'staging'))}",
+        f"DATABASE_HOST={rng.choice(PRIVATE_ENDPOINTS)}",
+        f"ADMIN_EMAIL={EMAIL}",
+        f"DATA_DIR={HOME}/data/{REPO}",
+        f"LOG_LEVEL={rng.choice(('debug', 'info'))}",
+    ]
     for _ in range(rng.randint(1, 3)):
         line = secrets.line(rng, rng.choice(PRIVATE_HOSTS))
         if line:
@@ -292,9 +427,11 @@ def _env_file(rng: random.Random, secrets: SecretMaker) -> str:
 def _docker_ps(rng: random.Random) -> str:
     lines = ["CONTAINER ID   IMAGE                         STATUS          PORTS                    NAMES"]
     for _ in range(rng.randint(2, 15)):
-        lines.append(f"{_hex(rng, 12)}   registry.corp/{rng.choice(MODULES)}:{rng.randint(1, 40)}.{rng.randint(0, 9)}   "
-                     f"Up {rng.randint(1, 59)} minutes   10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}:{rng.randint(3000, 9000)}->80/tcp   "
-                     f"{REPO}-{rng.choice(MODULES)}-1")
+        lines.append(
+            f"{_hex(rng, 12)}   registry.corp/{rng.choice(MODULES)}:{rng.randint(1, 40)}.{rng.randint(0, 9)}   "
+            f"Up {rng.randint(1, 59)} minutes   10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}:{rng.randint(3000, 9000)}->80/tcp   "
+            f"{REPO}-{rng.choice(MODULES)}-1"
+        )
     return "\n".join(lines)
 
 
@@ -353,7 +490,11 @@ class Content:
         if rng.random() >= p:
             return ""
         line = self.secrets.line(rng, rng.choice(PRIVATE_HOSTS))
-        return "" if line is None else f"\n\n{rng.choice(('My env has:', 'Current config:', 'For reference:'))}\n{_fence('', line)}"
+        return (
+            ""
+            if line is None
+            else f"\n\n{rng.choice(('My env has:', 'Current config:', 'For reference:'))}\n{_fence('', line)}"
+        )
 
     def _code(self, rng: random.Random, lang: str, functions: int = 1) -> str:
         return _fence(lang, source_code(rng, lang, functions))
@@ -361,8 +502,12 @@ class Content:
     def personalise(self, text: str, ctx: SessionContext) -> str:
         if "@@" not in text:
             return text
-        return (text.replace(HOME, ctx.person.home).replace(USER, ctx.person.user)
-                .replace(EMAIL, ctx.person.email).replace(REPO, ctx.project.name))
+        return (
+            text.replace(HOME, ctx.person.home)
+            .replace(USER, ctx.person.user)
+            .replace(EMAIL, ctx.person.email)
+            .replace(REPO, ctx.project.name)
+        )
 
     # ------------------------------------------------------------ user prompts
 
@@ -373,63 +518,101 @@ class Content:
         cmd = _test_command(rng, p)
         r = rng.random()
         if r < 0.07:
-            return rng.choice(("continue", "yes, go ahead", "run the tests again", "looks good, commit it", "ok", "try again"))
+            return rng.choice(
+                ("continue", "yes, go ahead", "run the tests again", "looks good, commit it", "ok", "try again")
+            )
         if r < 0.35:
-            text = (f"After upgrading {lib} to {v}, `{cmd}` fails with:\n\n"
-                    f"{_fence('', self.personalise(self.pool.pick(rng, f'trace:{lang}'), ctx))}\n\n"
-                    f"The failing code is in `{path}`. It worked on {rng.choice(('main', 'the release branch', 'v' + v))} "
-                    f"{rng.choice(('yesterday', 'last week', 'before the merge'))}. Can you find the cause and fix it without "
-                    f"changing the public API?")
+            text = (
+                f"After upgrading {lib} to {v}, `{cmd}` fails with:\n\n"
+                f"{_fence('', self.personalise(self.pool.pick(rng, f'trace:{lang}'), ctx))}\n\n"
+                f"The failing code is in `{path}`. It worked on {rng.choice(('main', 'the release branch', 'v' + v))} "
+                f"{rng.choice(('yesterday', 'last week', 'before the merge'))}. Can you find the cause and fix it without "
+                f"changing the public API?"
+            )
         elif r < 0.55:
-            text = (f"Add a `--{rng.choice(VERBS)}-{rng.choice(NOUNS)}` option to `{p.package} {rng.choice(VERBS)}` that "
-                    f"{VERB_FORMS[rng.choice(VERBS)][0]} the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}s before writing. It should respect "
-                    f"`{rng.choice(NOUNS)}.{rng.choice(NOUNS)}` in the config file and default to off. Write tests next to "
-                    f"`{_rel_path(rng, p, test=True)}`.")
+            text = (
+                f"Add a `--{rng.choice(VERBS)}-{rng.choice(NOUNS)}` option to `{p.package} {rng.choice(VERBS)}` that "
+                f"{VERB_FORMS[rng.choice(VERBS)][0]} the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}s before writing. It should respect "
+                f"`{rng.choice(NOUNS)}.{rng.choice(NOUNS)}` in the config file and default to off. Write tests next to "
+                f"`{_rel_path(rng, p, test=True)}`."
+            )
         elif r < 0.7:
-            text = (f"Why does `{cmd}` take {rng.randint(8, 300)} s on {rng.choice(('my laptop', 'CI', 'the build box'))} "
-                    f"({self._private_bit(rng, ctx)})? Profile it and tell me where the time goes; I suspect "
-                    f"`{_ident(rng)}` in `{path}`.")
+            text = (
+                f"Why does `{cmd}` take {rng.randint(8, 300)} s on {rng.choice(('my laptop', 'CI', 'the build box'))} "
+                f"({self._private_bit(rng, ctx)})? Profile it and tell me where the time goes; I suspect "
+                f"`{_ident(rng)}` in `{path}`."
+            )
         elif r < 0.82:
-            text = (f"Here is the function I'm unsure about:\n\n{self._code(rng, lang)}\n\nIs the error handling right? "
-                    f"{rng.choice(('Refactor it if not.', 'Keep the signature.', 'Explain before changing anything.'))}")
+            text = (
+                f"Here is the function I'm unsure about:\n\n{self._code(rng, lang)}\n\nIs the error handling right? "
+                f"{rng.choice(('Refactor it if not.', 'Keep the signature.', 'Explain before changing anything.'))}"
+            )
         elif r < 0.92:
-            text = (f"The deploy to {rng.choice(PRIVATE_HOSTS)} failed again. Logs are under {ctx.person.home}/logs/{p.name}/ "
-                    f"and {rng.choice(COLLEAGUES)} says it started after {_hex(rng, 7)}. Check what changed in "
-                    f"`{path}` and `{_rel_path(rng, p)}`.")
+            text = (
+                f"The deploy to {rng.choice(PRIVATE_HOSTS)} failed again. Logs are under {ctx.person.home}/logs/{p.name}/ "
+                f"and {rng.choice(COLLEAGUES)} says it started after {_hex(rng, 7)}. Check what changed in "
+                f"`{path}` and `{_rel_path(rng, p)}`."
+            )
         else:
-            text = (f"Review the open PR for {rng.choice(PUBLIC_URLS)}-style handling of {rng.choice(NOUNS)}s: does "
-                    f"`{_ident(rng)}` still hold with {lib} {v}? Reply to {ctx.person.email} with a summary too.")
+            text = (
+                f"Review the open PR for {rng.choice(PUBLIC_URLS)}-style handling of {rng.choice(NOUNS)}s: does "
+                f"`{_ident(rng)}` still hold with {lib} {v}? Reply to {ctx.person.email} with a summary too."
+            )
         return text + self._maybe_secret(rng, 0.05)
 
     # ------------------------------------------------------------ assistant prose
 
     def commentary(self, rng: random.Random, ctx: SessionContext, tool: ToolCall | None) -> str:
         if tool is None or rng.random() < 0.3:
-            return rng.choice(("Let me look at the code first.", "I'll check the tests before changing anything.",
-                               "Checking how this is wired.", "Now the config loader."))
+            return rng.choice(
+                (
+                    "Let me look at the code first.",
+                    "I'll check the tests before changing anything.",
+                    "Checking how this is wired.",
+                    "Now the config loader.",
+                )
+            )
         target = tool.args.get("path") or tool.args.get("command") or tool.args.get("pattern") or ""
-        return rng.choice((f"I'll start by reading `{target}`.", f"Running `{target}` to reproduce.",
-                           f"Searching for `{target}` across the repo.", f"Next I'll update `{target}`."))
+        return rng.choice(
+            (
+                f"I'll start by reading `{target}`.",
+                f"Running `{target}` to reproduce.",
+                f"Searching for `{target}` across the repo.",
+                f"Next I'll update `{target}`.",
+            )
+        )
 
     def final(self, rng: random.Random, ctx: SessionContext) -> str:
         p, lang = ctx.project, ctx.project.lang
         lib, v = _lib(rng, lang)
-        changes = "\n".join(f"- `{_rel_path(rng, p)}`: {rng.choice(VERBS)} the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} "
-                            f"{rng.choice(('before the lock is taken', 'once per batch', 'only when the cache is stale', 'lazily'))}"
-                            for _ in range(rng.randint(1, 5)))
-        parts = [rng.choice((
-            f"The failure comes from `{_ident(rng)}`: it assumes the {rng.choice(NOUNS)} is always set, which stopped being "
-            f"true with {lib} {v}.",
-            f"Done. The slow path was `{_ident(rng)}` re-reading every {rng.choice(NOUNS)} on each call "
-            f"({rng.randint(2, 40)}× per run); it now caches per {rng.choice(NOUNS)}.",
-            f"I found two problems, one in `{_rel_path(rng, p)}` and one in the test fixture.",
-            f"Summary of the change for {lib} {v} compatibility:",
-        )), "", "Changes:", changes]
+        changes = "\n".join(
+            f"- `{_rel_path(rng, p)}`: {rng.choice(VERBS)} the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} "
+            f"{rng.choice(('before the lock is taken', 'once per batch', 'only when the cache is stale', 'lazily'))}"
+            for _ in range(rng.randint(1, 5))
+        )
+        parts = [
+            rng.choice(
+                (
+                    f"The failure comes from `{_ident(rng)}`: it assumes the {rng.choice(NOUNS)} is always set, which stopped being "
+                    f"true with {lib} {v}.",
+                    f"Done. The slow path was `{_ident(rng)}` re-reading every {rng.choice(NOUNS)} on each call "
+                    f"({rng.randint(2, 40)}× per run); it now caches per {rng.choice(NOUNS)}.",
+                    f"I found two problems, one in `{_rel_path(rng, p)}` and one in the test fixture.",
+                    f"Summary of the change for {lib} {v} compatibility:",
+                )
+            ),
+            "",
+            "Changes:",
+            changes,
+        ]
         if rng.random() < 0.5:
             parts += ["", "The core of the fix:", "", self._code(rng, lang)]
         if rng.random() < 0.6:
             cmd = _test_command(rng, p)
-            parts += ["", f"Verified with `{cmd}`: {rng.randint(20, 900)} passed. See {rng.choice(PUBLIC_URLS)} for the upstream note."]
+            parts += [
+                "",
+                f"Verified with `{cmd}`: {rng.randint(20, 900)} passed. See {rng.choice(PUBLIC_URLS)} for the upstream note.",
+            ]
         if rng.random() < 0.15:
             parts += ["", f"Note: the logs mention {self._private_bit(rng, ctx)}; I did not touch that host."]
         return "\n".join(parts) + self._maybe_secret(rng, 0.02)
@@ -438,29 +621,35 @@ class Content:
         p = ctx.project
         sentences = []
         for _ in range(rng.randint(2, 14)):
-            sentences.append(rng.choice((
-                f"The user wants the {rng.choice(NOUNS)} {VERB_FORMS[rng.choice(VERBS)][1]} before the write.",
-                f"`{_ident(rng)}` is called from `{_rel_path(rng, p)}` and from the CLI.",
-                f"If the {rng.choice(NOUNS)} is None here we raise, but the caller catches {rng.choice(ERRORS[p.lang])[:40]!r}.",
-                f"Maybe the cache key misses the {rng.choice(NOUNS)}; that would explain the stale {rng.choice(NOUNS)}s.",
-                f"Let me check the tests in `{_rel_path(rng, p, test=True)}` first.",
-                f"The lock is held across the {rng.choice(VERBS)} call, which is slow on {rng.choice(PRIVATE_HOSTS)}.",
-                "I should not change the public signature.",
-                f"Version {_lib(rng, p.lang)[1]} changed the default; check the changelog.",
-            )))
+            sentences.append(
+                rng.choice(
+                    (
+                        f"The user wants the {rng.choice(NOUNS)} {VERB_FORMS[rng.choice(VERBS)][1]} before the write.",
+                        f"`{_ident(rng)}` is called from `{_rel_path(rng, p)}` and from the CLI.",
+                        f"If the {rng.choice(NOUNS)} is None here we raise, but the caller catches {rng.choice(ERRORS[p.lang])[:40]!r}.",
+                        f"Maybe the cache key misses the {rng.choice(NOUNS)}; that would explain the stale {rng.choice(NOUNS)}s.",
+                        f"Let me check the tests in `{_rel_path(rng, p, test=True)}` first.",
+                        f"The lock is held across the {rng.choice(VERBS)} call, which is slow on {rng.choice(PRIVATE_HOSTS)}.",
+                        "I should not change the public signature.",
+                        f"Version {_lib(rng, p.lang)[1]} changed the default; check the changelog.",
+                    )
+                )
+            )
         return " ".join(sentences)
 
     def control(self, rng: random.Random) -> tuple[str, str]:
         """Agent runtime chatter that must never become knowledge."""
-        return rng.choice((
-            ("assistant", f"Still context gathering — the agent is reading src/{rng.choice(MODULES)}.py."),
-            ("assistant", "The agent is still reviewing the diff. No action needed."),
-            ("assistant", f"_thinking:_ {rng.choice(NOUNS)} first, then the {rng.choice(NOUNS)}"),
-            ("user", f"[irc] <{rng.choice(PEOPLE).user}> build {rng.randint(100, 999)} is green, go ahead"),
-            ("user", f"[budget notice] {rng.randint(10, 90)}% of the context window used"),
-            ("assistant", "(No response)"),
-            ("user", "## Session update\nThe primary agent edited 2 files since the last review."),
-        ))
+        return rng.choice(
+            (
+                ("assistant", f"Still context gathering — the agent is reading src/{rng.choice(MODULES)}.py."),
+                ("assistant", "The agent is still reviewing the diff. No action needed."),
+                ("assistant", f"_thinking:_ {rng.choice(NOUNS)} first, then the {rng.choice(NOUNS)}"),
+                ("user", f"[irc] <{rng.choice(PEOPLE).user}> build {rng.randint(100, 999)} is green, go ahead"),
+                ("user", f"[budget notice] {rng.randint(10, 90)}% of the context window used"),
+                ("assistant", "(No response)"),
+                ("user", "## Session update\nThe primary agent edited 2 files since the last review."),
+            )
+        )
 
     # ------------------------------------------------------------ tools
 
@@ -480,10 +669,15 @@ class Content:
             q = rng.random()
             mod, verb, noun = rng.choice(MODULES), rng.choice(VERBS), rng.choice(NOUNS)
             if q < 0.45:
-                cmd, out = rng.choice(TEST_COMMANDS[lang]).format(mod=mod, verb=verb, noun=noun, pkg=p.package), self.pool.pick(rng, f"test:{lang}")
+                cmd, out = (
+                    rng.choice(TEST_COMMANDS[lang]).format(mod=mod, verb=verb, noun=noun, pkg=p.package),
+                    self.pool.pick(rng, f"test:{lang}"),
+                )
                 is_error = " failed" in out or "FAILED" in out
             elif q < 0.55:
-                cmd = {"python": "uv pip install -e '.[test]'", "typescript": "pnpm install", "rust": "cargo fetch"}[lang]
+                cmd = {"python": "uv pip install -e '.[test]'", "typescript": "pnpm install", "rust": "cargo fetch"}[
+                    lang
+                ]
                 out = self.pool.pick(rng, f"install:{lang}")
             elif q < 0.65:
                 cmd, out = "git log --stat -n 20", self.pool.pick(rng, "git_log")
@@ -505,7 +699,10 @@ class Content:
             out = f"Applied 1 edit to {args['path']}" if rng.random() < 0.85 else "Error: old text not found in file"
             is_error = out.startswith("Error")
         elif r < 0.97:
-            kind, args = "write", {"path": _rel_path(rng, p, test=True), "content": self.pool.pick(rng, f"source:{lang}")}
+            kind, args = (
+                "write",
+                {"path": _rel_path(rng, p, test=True), "content": self.pool.pick(rng, f"source:{lang}")},
+            )
             out = f"Wrote {len(args['content'])} bytes to {args['path']}"
         else:
             kind, args = "glob", {"pattern": f"src/**/*.{EXT[lang]}"}
@@ -541,7 +738,11 @@ class Content:
         return turn
 
     def system_prompt(self, rng: random.Random, ctx: SessionContext) -> str:
-        rules = "\n".join(f"- {rng.choice(VERBS).capitalize()} {rng.choice(NOUNS)}s {rng.choice(('carefully', 'only when asked', 'before editing', 'with tests'))}."
-                          for _ in range(rng.randint(30, 120)))
-        return (f"You are a coding agent working in {ctx.cwd} on {ctx.person.os}. Use the tools to read and edit files.\n"
-                f"# Rules\n{rules}\n# Environment\nShell: /bin/bash\nDate: 2026\n")
+        rules = "\n".join(
+            f"- {rng.choice(VERBS).capitalize()} {rng.choice(NOUNS)}s {rng.choice(('carefully', 'only when asked', 'before editing', 'with tests'))}."
+            for _ in range(rng.randint(30, 120))
+        )
+        return (
+            f"You are a coding agent working in {ctx.cwd} on {ctx.person.os}. Use the tools to read and edit files.\n"
+            f"# Rules\n{rules}\n# Environment\nShell: /bin/bash\nDate: 2026\n"
+        )

@@ -12,7 +12,14 @@ import random
 from pathlib import Path
 
 from corpus.common import (
-    base62, dumps, iso, line_bytes, new_context, session_size, uuid7, write_lines,
+    base62,
+    dumps,
+    iso,
+    line_bytes,
+    new_context,
+    session_size,
+    uuid7,
+    write_lines,
 )
 from corpus.content import Content
 from corpus.model import SessionContext, ToolCall, Turn
@@ -23,21 +30,25 @@ TOOL_NAMES = {"read": "read", "bash": "bash", "grep": "grep", "edit": "edit", "w
 
 def dir_name(cwd: str, home: str, legacy: bool) -> str:
     """omp's session-dir encoding of a cwd (current scheme, or the legacy `--abs--`)."""
+
     def enc(s: str) -> str:
         return s.replace("/", "-").replace("\\", "-").replace(":", "-")
+
     if legacy:
         return f"--{enc(cwd.lstrip('/'))}--"
     if cwd == home:
         return "-"
     if cwd.startswith(home + "/"):
-        return "-" + enc(cwd[len(home) + 1:])
+        return "-" + enc(cwd[len(home) + 1 :])
     if cwd.startswith("/tmp/"):
-        return "-tmp-" + enc(cwd[len("/tmp/"):])
+        return "-tmp-" + enc(cwd[len("/tmp/") :])
     return f"--{enc(cwd.lstrip('/'))}--"
 
 
 def title_slot(title: str, updated_ms: int) -> str:
-    head = dumps({"type": "title", "v": 1, "title": title[:120], "source": "auto", "updatedAt": iso(updated_ms), "pad": ""})
+    head = dumps(
+        {"type": "title", "v": 1, "title": title[:120], "source": "auto", "updatedAt": iso(updated_ms), "pad": ""}
+    )
     pad = max(0, 255 - len(head.encode()))
     return head[:-2] + " " * pad + '"}'
 
@@ -53,8 +64,20 @@ def _tool_args(call: ToolCall) -> dict[str, str]:
 
 def _usage(rng: random.Random) -> dict[str, object]:
     i, o, cr = rng.randint(200, 9000), rng.randint(50, 3000), rng.randint(0, 150_000)
-    return {"input": i, "output": o, "cacheRead": cr, "cacheWrite": rng.randint(0, 5000), "totalTokens": i + o + cr,
-            "cost": {"input": i * 3e-6, "output": o * 1.5e-5, "cacheRead": cr * 3e-7, "cacheWrite": 0.0, "total": i * 3e-6 + o * 1.5e-5}}
+    return {
+        "input": i,
+        "output": o,
+        "cacheRead": cr,
+        "cacheWrite": rng.randint(0, 5000),
+        "totalTokens": i + o + cr,
+        "cost": {
+            "input": i * 3e-6,
+            "output": o * 1.5e-5,
+            "cacheRead": cr * 3e-7,
+            "cacheWrite": 0.0,
+            "total": i * 3e-6 + o * 1.5e-5,
+        },
+    }
 
 
 class _Tree:
@@ -80,11 +103,16 @@ def _render_turn(tree: _Tree, rng: random.Random, ctx: SessionContext, turn: Tur
     api, provider, model = "anthropic-messages", ctx.provider, ctx.model
     first = True
     for role, text in turn.control:
-        tree.message(turn.prompt_ms, {"role": role, "content": [{"type": "text", "text": text}], "timestamp": turn.prompt_ms},
-                     parent if first else ...)
+        tree.message(
+            turn.prompt_ms,
+            {"role": role, "content": [{"type": "text", "text": text}], "timestamp": turn.prompt_ms},
+            parent if first else ...,
+        )
         first = False
     content: object = turn.prompt if rng.random() < 0.2 else [{"type": "text", "text": turn.prompt}]
-    tree.message(turn.prompt_ms, {"role": "user", "content": content, "timestamp": turn.prompt_ms}, parent if first else ...)
+    tree.message(
+        turn.prompt_ms, {"role": "user", "content": content, "timestamp": turn.prompt_ms}, parent if first else ...
+    )
     for step in turn.steps:
         parts: list[dict[str, object]] = []
         if step.thinking:
@@ -94,22 +122,56 @@ def _render_turn(tree: _Tree, rng: random.Random, ctx: SessionContext, turn: Tur
         ids = []
         for call in step.tools:
             ids.append("toolu_01" + base62(rng, 22))
-            parts.append({"type": "toolCall", "id": ids[-1], "name": TOOL_NAMES[call.kind], "arguments": _tool_args(call)})
-        tree.message(step.at_ms, {"role": "assistant", "content": parts, "api": api, "provider": provider, "model": model,
-                                  "usage": _usage(rng), "stopReason": "toolUse", "timestamp": step.at_ms})
+            parts.append(
+                {"type": "toolCall", "id": ids[-1], "name": TOOL_NAMES[call.kind], "arguments": _tool_args(call)}
+            )
+        tree.message(
+            step.at_ms,
+            {
+                "role": "assistant",
+                "content": parts,
+                "api": api,
+                "provider": provider,
+                "model": model,
+                "usage": _usage(rng),
+                "stopReason": "toolUse",
+                "timestamp": step.at_ms,
+            },
+        )
         for call_id, call in zip(ids, step.tools):
-            tree.message(call.ended_ms, {"role": "toolResult", "toolCallId": call_id, "toolName": TOOL_NAMES[call.kind],
-                                         "content": [{"type": "text", "text": call.output}], "isError": call.is_error,
-                                         "timestamp": call.ended_ms})
-    tree.message(turn.final_ms, {"role": "assistant", "content": [{"type": "text", "text": turn.final}], "api": api,
-                                 "provider": provider, "model": model, "usage": _usage(rng), "stopReason": "stop",
-                                 "timestamp": turn.final_ms})
+            tree.message(
+                call.ended_ms,
+                {
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": TOOL_NAMES[call.kind],
+                    "content": [{"type": "text", "text": call.output}],
+                    "isError": call.is_error,
+                    "timestamp": call.ended_ms,
+                },
+            )
+    tree.message(
+        turn.final_ms,
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": turn.final}],
+            "api": api,
+            "provider": provider,
+            "model": model,
+            "usage": _usage(rng),
+            "stopReason": "stop",
+            "timestamp": turn.final_ms,
+        },
+    )
 
 
-def _session(rng: random.Random, content: Content, target: int, sid: str, ctx: SessionContext,
-             force_branch: bool) -> list[str]:
+def _session(
+    rng: random.Random, content: Content, target: int, sid: str, ctx: SessionContext, force_branch: bool
+) -> list[str]:
     tree = _Tree(rng)
-    tree.lines.append(dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso(ctx.started_ms), "cwd": ctx.cwd}))
+    tree.lines.append(
+        dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso(ctx.started_ms), "cwd": ctx.cwd})
+    )
     tree.add("model_change", ctx.started_ms, None, model=f"{ctx.provider}/{ctx.model}", role="default")
     tree.add("thinking_level_change", ctx.started_ms, thinkingLevel=rng.choice(("low", "medium", "high")))
     branch_at = rng.randint(1, 4) if rng.random() < 0.2 else -1
@@ -125,8 +187,13 @@ def _session(rng: random.Random, content: Content, target: int, sid: str, ctx: S
             _render_turn(tree, rng, ctx, turn)
             abandoned = tree.leaf
             if rng.random() < 0.5:
-                tree.add("branch_summary", turn.final_ms + 1000, branch_point, fromId=abandoned,
-                         summary=f"Abandoned approach: {turn.final[:300]}")
+                tree.add(
+                    "branch_summary",
+                    turn.final_ms + 1000,
+                    branch_point,
+                    fromId=abandoned,
+                    summary=f"Abandoned approach: {turn.final[:300]}",
+                )
                 parent = tree.leaf
             else:
                 parent = branch_point
@@ -135,42 +202,113 @@ def _session(rng: random.Random, content: Content, target: int, sid: str, ctx: S
             _render_turn(tree, rng, ctx, turn)
         if rng.random() < 0.05:
             # The advisor's note, injected into the primary session as an extension message.
-            tree.add("custom_message", ctx.tick(3), customType="advisory", display=True,
-                     content=f'<advisory severity="{rng.choice(("info", "warn"))}">Re-run the tests before claiming '
-                             f"the fix for: {turn.prompt[:120]}</advisory>")
+            tree.add(
+                "custom_message",
+                ctx.tick(3),
+                customType="advisory",
+                display=True,
+                content=f'<advisory severity="{rng.choice(("info", "warn"))}">Re-run the tests before claiming '
+                f"the fix for: {turn.prompt[:120]}</advisory>",
+            )
         if rng.random() < 0.04:
             ms = ctx.tick(5)
-            tree.message(ms, {"role": "bashExecution", "command": "git status --short", "output": " M src/app.py\n?? notes.md\n",
-                              "exitCode": 0, "cancelled": False, "truncated": False, "timestamp": ms})
+            tree.message(
+                ms,
+                {
+                    "role": "bashExecution",
+                    "command": "git status --short",
+                    "output": " M src/app.py\n?? notes.md\n",
+                    "exitCode": 0,
+                    "cancelled": False,
+                    "truncated": False,
+                    "timestamp": ms,
+                },
+            )
         if n and rng.random() < 0.03:
-            tree.add("compaction", ctx.tick(2), summary="Goal: " + turn.prompt[:400] + "\nProgress: " + turn.final[:600],
-                     firstKeptEntryId=tree.leaf, tokensBefore=rng.randint(80_000, 190_000))
+            tree.add(
+                "compaction",
+                ctx.tick(2),
+                summary="Goal: " + turn.prompt[:400] + "\nProgress: " + turn.final[:600],
+                firstKeptEntryId=tree.leaf,
+                tokensBefore=rng.randint(80_000, 190_000),
+            )
         n += 1
     return tree.lines
 
 
 def _advisor(rng: random.Random, content: Content, ctx: SessionContext, sid: str) -> list[str]:
     tree = _Tree(rng)
-    tree.lines.append(dumps({"type": "session", "version": 3, "id": uuid7(rng, ctx.started_ms), "timestamp": iso(ctx.started_ms),
-                             "cwd": ctx.cwd, "title": "Advisor", "parentSession": sid}))
+    tree.lines.append(
+        dumps(
+            {
+                "type": "session",
+                "version": 3,
+                "id": uuid7(rng, ctx.started_ms),
+                "timestamp": iso(ctx.started_ms),
+                "cwd": ctx.cwd,
+                "title": "Advisor",
+                "parentSession": sid,
+            }
+        )
+    )
     for turn in ctx.turns[:6]:
-        tree.message(turn.final_ms + 500, {"role": "user", "content": [{"type": "text", "text":
-                     f"## Session update\nThe primary agent answered: {turn.final[:500]}"}], "synthetic": True,
-                     "attribution": "agent", "timestamp": turn.final_ms + 500})
-        verdict = rng.choice(("Nothing to critique yet.", "No action needed.",
-                              f'<advisory severity="warn">Check the tests for `{turn.prompt[:60]}` before claiming done.</advisory>'))
-        tree.message(turn.final_ms + 4000, {"role": "assistant", "content": [{"type": "text", "text": verdict}],
-                                            "api": "anthropic-messages", "provider": "anthropic", "model": "claude-haiku-4-5",
-                                            "usage": _usage(rng), "stopReason": "stop", "timestamp": turn.final_ms + 4000})
+        tree.message(
+            turn.final_ms + 500,
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": f"## Session update\nThe primary agent answered: {turn.final[:500]}"}
+                ],
+                "synthetic": True,
+                "attribution": "agent",
+                "timestamp": turn.final_ms + 500,
+            },
+        )
+        verdict = rng.choice(
+            (
+                "Nothing to critique yet.",
+                "No action needed.",
+                f'<advisory severity="warn">Check the tests for `{turn.prompt[:60]}` before claiming done.</advisory>',
+            )
+        )
+        tree.message(
+            turn.final_ms + 4000,
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": verdict}],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-haiku-4-5",
+                "usage": _usage(rng),
+                "stopReason": "stop",
+                "timestamp": turn.final_ms + 4000,
+            },
+        )
     return tree.lines
 
 
 def _subagent(rng: random.Random, content: Content, ctx: SessionContext, sid: str) -> list[str]:
     tree = _Tree(rng)
-    tree.lines.append(dumps({"type": "session", "version": 3, "id": uuid7(rng, ctx.clock_ms), "timestamp": iso(ctx.clock_ms),
-                             "cwd": ctx.cwd, "parentSession": sid}))
-    tree.add("session_init", ctx.clock_ms, None, systemPrompt=content.system_prompt(rng, ctx)[:2000],
-             task="Explore the repository and report where the config is loaded.", tools=["read", "grep", "find"])
+    tree.lines.append(
+        dumps(
+            {
+                "type": "session",
+                "version": 3,
+                "id": uuid7(rng, ctx.clock_ms),
+                "timestamp": iso(ctx.clock_ms),
+                "cwd": ctx.cwd,
+                "parentSession": sid,
+            }
+        )
+    )
+    tree.add(
+        "session_init",
+        ctx.clock_ms,
+        None,
+        systemPrompt=content.system_prompt(rng, ctx)[:2000],
+        task="Explore the repository and report where the config is loaded.",
+        tools=["read", "grep", "find"],
+    )
     _render_turn(tree, rng, ctx, content.turn(rng, ctx))
     return tree.lines
 
@@ -198,6 +336,8 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
             written += write_lines(stem / "__advisor.jsonl", _advisor(rng, content, ctx, sid), ctx.clock_ms)
             advisors += 1
         if rng.random() < 0.06 or (sessions == 1):
-            written += write_lines(stem / f"{rng.randint(0, 9)}-Explore.jsonl", _subagent(rng, content, ctx, sid), ctx.clock_ms)
+            written += write_lines(
+                stem / f"{rng.randint(0, 9)}-Explore.jsonl", _subagent(rng, content, ctx, sid), ctx.clock_ms
+            )
         sessions += 1
     return sessions

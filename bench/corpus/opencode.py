@@ -105,12 +105,18 @@ def _tool_state(call: ToolCall, ctx: SessionContext) -> dict[str, object]:
         inp, out = {"filePath": f"{ctx.cwd}/{a['path']}", "content": a["content"]}, call.output
     else:
         inp, out = {"pattern": a["pattern"]}, call.output
-    state: dict[str, object] = {"status": "error" if call.is_error and call.kind == "edit" else "completed", "input": inp}
+    state: dict[str, object] = {
+        "status": "error" if call.is_error and call.kind == "edit" else "completed",
+        "input": inp,
+    }
     if state["status"] == "error":
         state["error"] = out
     else:
-        state.update(output=out, title=str(inp.get("filePath") or inp.get("command") or inp.get("pattern")),
-                     metadata={"preview": out[:200], "truncated": False})
+        state.update(
+            output=out,
+            title=str(inp.get("filePath") or inp.get("command") or inp.get("pattern")),
+            metadata={"preview": out[:200], "truncated": False},
+        )
     state["time"] = {"start": call.started_ms, "end": call.ended_ms}
     return state
 
@@ -142,51 +148,123 @@ def _build(rng: random.Random, content: Content, ids: _Ids, sid: str, ctx: Sessi
     model = {"providerID": ctx.provider, "modelID": ctx.model}
 
     def tokens() -> dict[str, object]:
-        return {"input": rng.randint(100, 9000), "output": rng.randint(50, 3000), "reasoning": rng.randint(0, 900),
-                "cache": {"read": rng.randint(0, 90_000), "write": rng.randint(0, 4000)}}
+        return {
+            "input": rng.randint(100, 9000),
+            "output": rng.randint(50, 3000),
+            "reasoning": rng.randint(0, 900),
+            "cache": {"read": rng.randint(0, 90_000), "write": rng.randint(0, 4000)},
+        }
 
     while s.size < target:
         turn = content.turn(rng, ctx)
         for role, text in turn.control:
-            mid = s.message(turn.prompt_ms, {"role": role, "time": {"created": turn.prompt_ms}, "agent": "build", "model": model}
-                            if role == "user" else {"role": "assistant", "time": {"created": turn.prompt_ms}, "agent": "build",
-                                                    "mode": "build", **model, "path": {"cwd": ctx.cwd, "root": ctx.cwd}})
+            mid = s.message(
+                turn.prompt_ms,
+                {"role": role, "time": {"created": turn.prompt_ms}, "agent": "build", "model": model}
+                if role == "user"
+                else {
+                    "role": "assistant",
+                    "time": {"created": turn.prompt_ms},
+                    "agent": "build",
+                    "mode": "build",
+                    **model,
+                    "path": {"cwd": ctx.cwd, "root": ctx.cwd},
+                },
+            )
             s.part(mid, turn.prompt_ms, {"type": "text", "text": text})
-        user = s.message(turn.prompt_ms, {"role": "user", "time": {"created": turn.prompt_ms}, "agent": "build", "model": model})
+        user = s.message(
+            turn.prompt_ms, {"role": "user", "time": {"created": turn.prompt_ms}, "agent": "build", "model": model}
+        )
         s.part(user, turn.prompt_ms, {"type": "text", "text": turn.prompt})
         if turn.steps and turn.steps[0].tools[0].kind == "read" and rng.random() < 0.3:
             # An @file mention: OpenCode injects the file as synthetic text plus a file part.
             call = turn.steps[0].tools[0]
-            s.part(user, turn.prompt_ms, {"type": "text", "synthetic": True, "text":
-                   f"Called the Read tool with the following input: {dumps({'filePath': ctx.cwd + '/' + call.args['path']})}"})
+            s.part(
+                user,
+                turn.prompt_ms,
+                {
+                    "type": "text",
+                    "synthetic": True,
+                    "text": f"Called the Read tool with the following input: {dumps({'filePath': ctx.cwd + '/' + call.args['path']})}",
+                },
+            )
             s.part(user, turn.prompt_ms, {"type": "text", "synthetic": True, "text": call.output})
-            s.part(user, turn.prompt_ms, {"type": "file", "mime": "text/plain", "filename": call.args["path"].rsplit("/", 1)[-1],
-                                          "url": f"file://{ctx.cwd}/{call.args['path']}"})
+            s.part(
+                user,
+                turn.prompt_ms,
+                {
+                    "type": "file",
+                    "mime": "text/plain",
+                    "filename": call.args["path"].rsplit("/", 1)[-1],
+                    "url": f"file://{ctx.cwd}/{call.args['path']}",
+                },
+            )
         steps = list(turn.steps)
-        for i, step in enumerate(steps + [None]):
+        for _i, step in enumerate(steps + [None]):
             at = step.at_ms if step else turn.final_ms
             last = step is None
-            info: dict[str, object] = {"role": "assistant", "time": {"created": at, "completed": at + rng.randint(500, 20_000)}, "parentID": user,
-                    **model, "mode": "build", "agent": "build", "path": {"cwd": ctx.cwd, "root": ctx.cwd},
-                    "cost": round(rng.uniform(0, 0.2), 5), "tokens": tokens(), "finish": "stop" if last else "tool-calls"}
+            info: dict[str, object] = {
+                "role": "assistant",
+                "time": {"created": at, "completed": at + rng.randint(500, 20_000)},
+                "parentID": user,
+                **model,
+                "mode": "build",
+                "agent": "build",
+                "path": {"cwd": ctx.cwd, "root": ctx.cwd},
+                "cost": round(rng.uniform(0, 0.2), 5),
+                "tokens": tokens(),
+                "finish": "stop" if last else "tool-calls",
+            }
             mid = s.message(at, info)
             s.part(mid, at, {"type": "step-start", "snapshot": f"{rng.getrandbits(160):040x}"})
             if step and step.thinking:
-                s.part(mid, at, {"type": "reasoning", "text": step.thinking, "metadata": {"anthropic": {"signature": base62(rng, 80)}},
-                                 "time": {"start": at, "end": at + 2000}})
+                s.part(
+                    mid,
+                    at,
+                    {
+                        "type": "reasoning",
+                        "text": step.thinking,
+                        "metadata": {"anthropic": {"signature": base62(rng, 80)}},
+                        "time": {"start": at, "end": at + 2000},
+                    },
+                )
             if step and step.text:
                 s.part(mid, at, {"type": "text", "text": step.text, "time": {"start": at, "end": at + 500}})
             if step:
                 for call in step.tools:
-                    s.part(mid, call.started_ms, {"type": "tool", "callID": "toolu_01" + base62(rng, 22),
-                                                  "tool": TOOL_NAMES[call.kind], "state": _tool_state(call, ctx)})
+                    s.part(
+                        mid,
+                        call.started_ms,
+                        {
+                            "type": "tool",
+                            "callID": "toolu_01" + base62(rng, 22),
+                            "tool": TOOL_NAMES[call.kind],
+                            "state": _tool_state(call, ctx),
+                        },
+                    )
                     if call.kind in ("edit", "write") and not call.is_error:
-                        s.part(mid, call.ended_ms, {"type": "patch", "hash": f"{rng.getrandbits(160):040x}",
-                                                    "files": [f"{ctx.cwd}/{call.args['path']}"]})
+                        s.part(
+                            mid,
+                            call.ended_ms,
+                            {
+                                "type": "patch",
+                                "hash": f"{rng.getrandbits(160):040x}",
+                                "files": [f"{ctx.cwd}/{call.args['path']}"],
+                            },
+                        )
             else:
                 s.part(mid, at, {"type": "text", "text": turn.final, "time": {"start": at, "end": at + 3000}})
-            s.part(mid, at, {"type": "step-finish", "reason": info["finish"], "snapshot": f"{rng.getrandbits(160):040x}",
-                             "cost": info["cost"], "tokens": info["tokens"]})
+            s.part(
+                mid,
+                at,
+                {
+                    "type": "step-finish",
+                    "reason": info["finish"],
+                    "snapshot": f"{rng.getrandbits(160):040x}",
+                    "cost": info["cost"],
+                    "tokens": info["tokens"],
+                },
+            )
     return s
 
 
@@ -204,26 +282,75 @@ class _SessionRow:
 
     def values(self) -> tuple[object, ...]:
         """In the `session` table's column order."""
-        return (self.sid, self.project_id, None, self.slug, self.directory, self.title, self.version, None, *self.summary,
-                None, None, None, self.created, self.updated, None, None)
+        return (
+            self.sid,
+            self.project_id,
+            None,
+            self.slug,
+            self.directory,
+            self.title,
+            self.version,
+            None,
+            *self.summary,
+            None,
+            None,
+            None,
+            self.created,
+            self.updated,
+            None,
+            None,
+        )
 
 
 def _write_legacy(storage: Path, row: _SessionRow, s: _Session) -> int:
     """The pre-1.2 JSON layout: project, session, message and part files carrying their own ids."""
     sid = row.sid
-    written = write_lines(storage / "session" / row.project_id / f"{sid}.json",
-                          [json.dumps({"id": sid, "slug": row.slug, "version": row.version, "projectID": row.project_id,
-                                       "directory": row.directory, "parentID": None, "title": row.title,
-                                       "time": {"created": row.created, "updated": row.updated}}, indent=2)], row.updated)
-    written += write_lines(storage / "project" / f"{row.project_id}.json",
-                           [json.dumps({"id": row.project_id, "worktree": row.directory, "vcs": "git",
-                                        "time": {"created": row.created, "initialized": row.created}}, indent=2)], row.created)
+    written = write_lines(
+        storage / "session" / row.project_id / f"{sid}.json",
+        [
+            json.dumps(
+                {
+                    "id": sid,
+                    "slug": row.slug,
+                    "version": row.version,
+                    "projectID": row.project_id,
+                    "directory": row.directory,
+                    "parentID": None,
+                    "title": row.title,
+                    "time": {"created": row.created, "updated": row.updated},
+                },
+                indent=2,
+            )
+        ],
+        row.updated,
+    )
+    written += write_lines(
+        storage / "project" / f"{row.project_id}.json",
+        [
+            json.dumps(
+                {
+                    "id": row.project_id,
+                    "worktree": row.directory,
+                    "vcs": "git",
+                    "time": {"created": row.created, "initialized": row.created},
+                },
+                indent=2,
+            )
+        ],
+        row.created,
+    )
     for mid, _sid, ms, _u, blob in s.messages:
-        written += write_lines(storage / "message" / sid / f"{mid}.json",
-                               [json.dumps({"id": mid, "sessionID": sid, **json.loads(blob)}, indent=2)], ms)
+        written += write_lines(
+            storage / "message" / sid / f"{mid}.json",
+            [json.dumps({"id": mid, "sessionID": sid, **json.loads(blob)}, indent=2)],
+            ms,
+        )
     for pid, mid, _sid, ms, _u, blob in s.parts:
-        written += write_lines(storage / "part" / mid / f"{pid}.json",
-                               [json.dumps({"id": pid, "sessionID": sid, "messageID": mid, **json.loads(blob)}, indent=2)], ms)
+        written += write_lines(
+            storage / "part" / mid / f"{pid}.json",
+            [json.dumps({"id": pid, "sessionID": sid, "messageID": mid, **json.loads(blob)}, indent=2)],
+            ms,
+        )
     return written
 
 
@@ -237,8 +364,10 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
     db.execute("PRAGMA synchronous=OFF")
     db.executescript(SCHEMA)
     db.execute("BEGIN")
-    db.execute("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
-               ("20260127222353_familiar_lady_ursula", 1769552633000))
+    db.execute(
+        "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
+        ("20260127222353_familiar_lady_ursula", 1769552633000),
+    )
     ids = _Ids(random.Random(f"{seed}/opencode/ids"))
     projects: dict[str, str] = {}
     written = sessions = legacy = legacy_bytes = 0
@@ -254,22 +383,53 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
         ctx = new_context(rng, "anthropic", rng.choice(MODELS["anthropic"] + MODELS["google"]), heavy)
         if ctx.cwd not in projects:
             projects[ctx.cwd] = f"{rng.getrandbits(160):040x}"
-            db.execute("INSERT INTO project VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       (projects[ctx.cwd], ctx.cwd, "git", None, None, None, ctx.started_ms, ctx.started_ms, ctx.started_ms, "[]"))
+            db.execute(
+                "INSERT INTO project VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    projects[ctx.cwd],
+                    ctx.cwd,
+                    "git",
+                    None,
+                    None,
+                    None,
+                    ctx.started_ms,
+                    ctx.started_ms,
+                    ctx.started_ms,
+                    "[]",
+                ),
+            )
         sid = ids.make("ses", ctx.started_ms, descending=True)
         s = _build(rng, content, ids, sid, ctx, target)
         title = ctx.turns[0].prompt.split("\n", 1)[0][:80] if ctx.turns else "New session"
-        row = _SessionRow(sid, projects[ctx.cwd], f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}", ctx.cwd, title,
-                          f"1.{rng.randint(2, 16)}.{rng.randint(0, 9)}",
-                          (rng.randint(0, 400), rng.randint(0, 200), rng.randint(0, 12)), ctx.started_ms, ctx.clock_ms)
+        row = _SessionRow(
+            sid,
+            projects[ctx.cwd],
+            f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}",
+            ctx.cwd,
+            title,
+            f"1.{rng.randint(2, 16)}.{rng.randint(0, 9)}",
+            (rng.randint(0, 400), rng.randint(0, 200), rng.randint(0, 12)),
+            ctx.started_ms,
+            ctx.clock_ms,
+        )
         only_legacy = legacy == LEGACY_SESSIONS - 1 and sessions >= LEGACY_SESSIONS - 1
         if not only_legacy:
             db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row.values())
             db.executemany("INSERT INTO message VALUES (?,?,?,?,?)", s.messages)
             db.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", s.parts)
             for pos, turn in enumerate(ctx.turns[:3]):
-                db.execute("INSERT INTO todo VALUES (?,?,?,?,?,?,?)", (sid, turn.prompt.split("\n", 1)[0][:100],
-                           "completed", "medium", pos, turn.prompt_ms, turn.final_ms))
+                db.execute(
+                    "INSERT INTO todo VALUES (?,?,?,?,?,?,?)",
+                    (
+                        sid,
+                        turn.prompt.split("\n", 1)[0][:100],
+                        "completed",
+                        "medium",
+                        pos,
+                        turn.prompt_ms,
+                        turn.final_ms,
+                    ),
+                )
         if legacy < LEGACY_SESSIONS:
             # The frozen JSON store: the first sessions were also migrated into
             # the DB; the last one exists only in JSON (its DB was reset).

@@ -87,7 +87,7 @@ class SecretMaker:
             return None
         if self.mode == "random" and rng.random() < 0.04:
             body = base64.b64encode(rng.randbytes(400)).decode()
-            lines = "\n".join(body[i:i + 70] for i in range(0, len(body), 70))
+            lines = "\n".join(body[i : i + 70] for i in range(0, len(body), 70))
             return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{lines}\n-----END OPENSSH PRIVATE KEY-----"
         kind = rng.choice(_KINDS)
         v = self.value(kind, rng)
@@ -106,10 +106,12 @@ class SecretMaker:
         if kind == "slack":
             return f"SLACK_BOT_TOKEN={v}"
         if kind == "password":
-            return rng.choice((
-                f"DATABASE_URL=postgres://app_rw:{v}@{host}:5432/ledger",
-                f"redis://default:{v}@{host}:6379/0",
-                f'db_password = "{v}"',
-                f"https://deploy:{v}@{host}/v2/",
-            ))
+            return rng.choice(
+                (
+                    f"DATABASE_URL=postgres://app_rw:{v}@{host}:5432/ledger",
+                    f"redis://default:{v}@{host}:6379/0",
+                    f'db_password = "{v}"',
+                    f"https://deploy:{v}@{host}/v2/",
+                )
+            )
         return f"curl -H 'Authorization: Bearer {v}' https://{host}/api/v1/jobs"

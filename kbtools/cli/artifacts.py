@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,14 +14,16 @@ from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
 
 def register(app: typer.Typer) -> None:
     artifacts = typer.Typer(
-        name="artifacts", help="The emitted-artifact manifest the derived filter reads.", no_args_is_help=True,
+        name="artifacts",
+        help="The emitted-artifact manifest the derived filter reads.",
+        no_args_is_help=True,
     )
     app.add_typer(artifacts)
 
     @artifacts.command("record", short_help="Record emitted artifacts in the artifact manifest.")
     def record(
         paths: Annotated[
-            Optional[list[Path]],
+            list[Path] | None,
             typer.Argument(help="Artifact files (or folders of .md files) inside the KB.", show_default=False),
         ] = None,
         staged: Annotated[
@@ -52,12 +54,16 @@ def register(app: typer.Typer) -> None:
         manifest = layout.rel(layout.artifact_manifest)
         restage = staged and bool(result.recorded)
         if fmt == "json":
-            print(json.dumps({
-                "manifest": manifest,
-                "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in result.recorded],
-                "already": list(result.already),
-                "restage": restage,
-            }))
+            print(
+                json.dumps(
+                    {
+                        "manifest": manifest,
+                        "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in result.recorded],
+                        "already": list(result.already),
+                        "restage": restage,
+                    }
+                )
+            )
             return 1 if restage else 0
         for row in result.recorded:
             print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,7 +12,7 @@ from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
 
 RootOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--root",
         help="Knowledge-base root (default: the git top level of the current folder, else the folder).",
@@ -21,7 +21,7 @@ RootOption = Annotated[
 ]
 
 LedgerDirOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--output-dir", help="Ledger folder (default: .agent/kb-ingest)."),
 ]
 

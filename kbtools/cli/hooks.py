@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -14,7 +14,8 @@ from kbtools.cli.common import RootOption
 
 def register(app: typer.Typer) -> None:
     hooks = typer.Typer(
-        name="hooks", help="Plain git hooks for repositories that don't use the pre-commit framework.",
+        name="hooks",
+        help="Plain git hooks for repositories that don't use the pre-commit framework.",
         short_help="Plain git hooks, without the pre-commit framework.",
         no_args_is_help=True,
     )
@@ -24,9 +25,11 @@ def register(app: typer.Typer) -> None:
     def install(
         root: RootOption = None,
         path: Annotated[
-            Optional[str],
-            typer.Option("--path", help="Hooks folder inside the repository (default: hooks/ if it holds the kb "
-                                        "hook, else .kb/hooks/)."),
+            str | None,
+            typer.Option(
+                "--path",
+                help="Hooks folder inside the repository (default: hooks/ if it holds the kb hook, else .kb/hooks/).",
+            ),
         ] = None,
         force: Annotated[
             bool, typer.Option("--force", help="Replace another core.hooksPath, hook script or .git/hooks hooks.")

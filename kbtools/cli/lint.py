@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,11 +20,18 @@ FORMATS = ("text", "json", "github")
 def register(app: typer.Typer) -> None:
     @app.command("lint", short_help="Check raw evidence, notes, index, log and secrets.")
     def lint(
-        staged: Annotated[bool, typer.Option("--staged", help="Compare the index with HEAD (the pre-commit hook).")] = False,
-        since: Annotated[Optional[str], typer.Option(
-            "--since", metavar="REV", help="Check every commit of REV..HEAD (for CI).")] = None,
-        only: Annotated[Optional[str], typer.Option(
-            "--only", metavar="FAMILY[,FAMILY]", help="Only these families: raw, notes, index-log, secrets.")] = None,
+        staged: Annotated[
+            bool, typer.Option("--staged", help="Compare the index with HEAD (the pre-commit hook).")
+        ] = False,
+        since: Annotated[
+            str | None, typer.Option("--since", metavar="REV", help="Check every commit of REV..HEAD (for CI).")
+        ] = None,
+        only: Annotated[
+            str | None,
+            typer.Option(
+                "--only", metavar="FAMILY[,FAMILY]", help="Only these families: raw, notes, index-log, secrets."
+            ),
+        ] = None,
         output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
         root: RootOption = None,
     ) -> int:
@@ -85,8 +92,10 @@ def render(report: LintReport, output_format: str) -> str:
     if output_format == "github":
         return "".join(_annotation(p.path, p.line, p.message) for p in report.problems)
     if report.ok:
-        return (f"KB lint passed: {report.raw_count} raw source(s), {report.note_count} wiki page(s), "
-                "canonical index/log present.\n")
+        return (
+            f"KB lint passed: {report.raw_count} raw source(s), {report.note_count} wiki page(s), "
+            "canonical index/log present.\n"
+        )
     return failure_text("KB lint", report.problems)
 
 
@@ -101,7 +110,9 @@ def failure_text(command: str, problems: Sequence[Problem]) -> str:
 def _annotation(path: str | None, line: int | None, message: str) -> str:
     # GitHub workflow commands: % \r \n in data, and also : , in properties, are escaped.
     def prop(value: str) -> str:
-        return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+        return (
+            value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+        )
 
     data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     props = []

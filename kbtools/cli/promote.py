@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,9 +12,15 @@ from kbtools.cli.common import LedgerDirOption, RootOption
 def register(app: typer.Typer) -> None:
     @app.command("promote", short_help="Write a ledger candidate into the raw layer as evidence.")
     def promote(
-        candidate_id: Annotated[str, typer.Argument(help="Candidate id from candidates.jsonl (a unique prefix of 8+ characters is enough).")],
-        slug: Annotated[Optional[str], typer.Option("--slug", help="Raw slug (default: from the candidate's prompt and id).")] = None,
-        locale: Annotated[Optional[str], typer.Option("--locale", help="Raw locale folder (default: the canonical locale).")] = None,
+        candidate_id: Annotated[
+            str, typer.Argument(help="Candidate id from candidates.jsonl (a unique prefix of 8+ characters is enough).")
+        ],
+        slug: Annotated[
+            str | None, typer.Option("--slug", help="Raw slug (default: from the candidate's prompt and id).")
+        ] = None,
+        locale: Annotated[
+            str | None, typer.Option("--locale", help="Raw locale folder (default: the canonical locale).")
+        ] = None,
         output_dir: LedgerDirOption = None,
         root: RootOption = None,
     ) -> None:
@@ -25,6 +31,12 @@ def register(app: typer.Typer) -> None:
 
         config, layout = open_kb(root)
         redactor = Redactor(config.redaction)
-        done = run_promote(layout, ledger_dir(layout, output_dir), candidate_id, redact=lambda text: redactor.redact(text).text,
-                           slug=slug, locale=locale)
+        done = run_promote(
+            layout,
+            ledger_dir(layout, output_dir),
+            candidate_id,
+            redact=lambda text: redactor.redact(text).text,
+            slug=slug,
+            locale=locale,
+        )
         print(f"promoted {done.candidate_id[:12]} → {layout.rel(done.path)} (sha256 {done.sha256[:12]})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,30 +17,39 @@ def register(app: typer.Typer) -> None:
 
     @raw.command("add", short_help="Copy evidence into the raw layer; append its manifest line.")
     def add(
-        files: Annotated[list[Path], typer.Argument(help="Evidence files: Markdown, or UTF-8 text (wrapped in a "
-                                                         "fenced block). Binary files are refused.")],
-        locale: Annotated[Optional[str], typer.Option("--locale", help="Locale folder (default: the canonical "
-                                                                        "locale).")] = None,
-        slug: Annotated[Optional[str], typer.Option("--slug", help="Slug of the raw file (one FILE only; default: "
-                                                                    "the file name in kebab-case).")] = None,
-        source_type: Annotated[Optional[str], typer.Option("--source-type", help="sourceType when the file has "
-                                                                                  "none (default: file).")] = None,
-        source_url: Annotated[Optional[str], typer.Option("--source-url", help="sourceUrl when the file has none "
-                                                                                "(default: file:<name>).")] = None,
+        files: Annotated[
+            list[Path],
+            typer.Argument(
+                help="Evidence files: Markdown, or UTF-8 text (wrapped in a fenced block). Binary files are refused."
+            ),
+        ],
+        locale: Annotated[
+            str | None, typer.Option("--locale", help="Locale folder (default: the canonical locale).")
+        ] = None,
+        slug: Annotated[
+            str | None,
+            typer.Option("--slug", help="Slug of the raw file (one FILE only; default: the file name in kebab-case)."),
+        ] = None,
+        source_type: Annotated[
+            str | None, typer.Option("--source-type", help="sourceType when the file has none (default: file).")
+        ] = None,
+        source_url: Annotated[
+            str | None, typer.Option("--source-url", help="sourceUrl when the file has none (default: file:<name>).")
+        ] = None,
         root: RootOption = None,
     ) -> None:
         """Copy evidence into the raw layer and append its manifest line (never rewrites a line)."""
         from kbtools.kb.raw_add import add_raw
 
         _, layout = open_kb(root)
-        for added in add_raw(layout, files, locale=locale, slug=slug, source_type=source_type,
-                             source_url=source_url):
+        for added in add_raw(layout, files, locale=locale, slug=slug, source_type=source_type, source_url=source_url):
             extra = f"; added {', '.join(added.fields_added)}" if added.fields_added else ""
             wrapped = "; text wrapped in a fenced block" if added.wrapped else ""
-            print(f"{'registered' if added.in_place else 'added'} {layout.rel(added.path)} (sha256 {added.sha256}{extra}{wrapped})")
+            print(
+                f"{'registered' if added.in_place else 'added'} {layout.rel(added.path)} (sha256 {added.sha256}{extra}{wrapped})"
+            )
             print(f"  manifest: appended '{added.sha256[:12]}… {added.rel}' to {layout.rel(layout.raw_manifest)}")
-        print(f"next: list each new slug in {layout.rel(layout.index)} and log the ingest in "
-              f"{layout.rel(layout.log)}")
+        print(f"next: list each new slug in {layout.rel(layout.index)} and log the ingest in {layout.rel(layout.log)}")
 
     @raw.command("verify", short_help="Check the raw manifest only.")
     def verify(root: RootOption = None, output_format: FormatOption = "text") -> None:

@@ -14,10 +14,13 @@ from kbtools.cli.common import RootOption
 def register(app: typer.Typer) -> None:
     @app.command("redact", short_help="Redact secrets and private details: stdin to stdout.")
     def redact(
-        jsonl: Annotated[bool, typer.Option(
-            "--jsonl",
-            help='Each input line is {"text": …}; each output line {"text": redacted, "redactions": [labels]}.',
-        )] = False,
+        jsonl: Annotated[
+            bool,
+            typer.Option(
+                "--jsonl",
+                help='Each input line is {"text": …}; each output line {"text": redacted, "redactions": [labels]}.',
+            ),
+        ] = False,
         root: RootOption = None,
     ) -> int:
         """Redact secrets, identities, private hosts and paths from stdin to stdout.

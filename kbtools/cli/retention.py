@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kbtools.retention.taxonomy import Identifier
 
 ThresholdOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option(
         "--threshold",
         help="Refuse at this many lost identifiers; 0 warns only "
@@ -42,13 +42,19 @@ def register(app: typer.Typer) -> None:
 
     @retention.command("check", short_help="Warn or refuse when a rewrite drops identifiers.")
     def check(
-        old: Annotated[Optional[str], typer.Argument(
-            help="The previous version (a file; '-' for a new page, never refused).",
-            show_default=False)] = None,
-        new: Annotated[Optional[str], typer.Argument(
-            help="The rewritten version (a file; '-' reads standard input).", show_default=False)] = None,
-        staged: Annotated[bool, typer.Option(
-            "--staged", help="Check every staged modified or renamed note against HEAD (the hook).")] = False,
+        old: Annotated[
+            str | None,
+            typer.Argument(
+                help="The previous version (a file; '-' for a new page, never refused).", show_default=False
+            ),
+        ] = None,
+        new: Annotated[
+            str | None,
+            typer.Argument(help="The rewritten version (a file; '-' reads standard input).", show_default=False),
+        ] = None,
+        staged: Annotated[
+            bool, typer.Option("--staged", help="Check every staged modified or renamed note against HEAD (the hook).")
+        ] = False,
         threshold: ThresholdOption = None,
         fmt: FormatOption = "text",
         root: RootOption = None,
@@ -82,8 +88,9 @@ def register(app: typer.Typer) -> None:
 
     @retention.command("probe", short_help="Replay the gate over the history of the notes.")
     def probe(
-        rev_range: Annotated[str, typer.Argument(
-            help="Commits to replay, as git log takes them (default: all of HEAD).")] = "HEAD",
+        rev_range: Annotated[
+            str, typer.Argument(help="Commits to replay, as git log takes them (default: all of HEAD).")
+        ] = "HEAD",
         threshold: ThresholdOption = None,
         fmt: FormatOption = "text",
         root: RootOption = None,
@@ -157,8 +164,13 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def _render_pair(verdict: Verdict, limit: Threshold, old: str, new: str, fmt: str) -> None:
     if fmt == "json":
-        doc = {"old": old, "new": new, **_verdict_json(verdict), "threshold": limit.value,
-               "threshold_source": limit.source}
+        doc = {
+            "old": old,
+            "new": new,
+            **_verdict_json(verdict),
+            "threshold": limit.value,
+            "threshold_source": limit.source,
+        }
         print(json.dumps(doc, ensure_ascii=False))
         return
     message = verdict.message(new)
@@ -176,8 +188,7 @@ def _render_staged(report: StagedReport, limit: Threshold, fmt: str) -> None:
             "threshold": limit.value,
             "threshold_source": limit.source,
             "pages": [
-                {"path": p.change.path, "old_path": p.change.old_path, **_verdict_json(p.verdict)}
-                for p in report.pages
+                {"path": p.change.path, "old_path": p.change.old_path, **_verdict_json(p.verdict)} for p in report.pages
             ],
             "deleted": [{"path": d.path, "identifiers": d.identifiers} for d in report.deleted],
             "new_pages": list(report.new_pages),

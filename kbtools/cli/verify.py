@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,14 +17,18 @@ def register(app: typer.Typer) -> None:
     def verify(
         derived_filter: Annotated[
             bool,
-            typer.Option("--derived-filter", help="No ledger candidate matches an emitted artifact (the default check)."),
+            typer.Option(
+                "--derived-filter", help="No ledger candidate matches an emitted artifact (the default check)."
+            ),
         ] = False,
         output_dir: Annotated[
-            Optional[Path],
-            typer.Option("--output-dir", help="Ingest output folder holding candidates.jsonl (default: paths.ingest_output)."),
+            Path | None,
+            typer.Option(
+                "--output-dir", help="Ingest output folder holding candidates.jsonl (default: paths.ingest_output)."
+            ),
         ] = None,
         threshold: Annotated[
-            Optional[float],
+            float | None,
             typer.Option("--threshold", help="Overlap threshold (default: derived.threshold, 0.8)."),
         ] = None,
         root: RootOption = None,
@@ -47,25 +51,41 @@ def register(app: typer.Typer) -> None:
             print(f"kb: warning: {warning}", file=sys.stderr)
         report = verify_candidates(derived, (output_dir or layout.ingest_output).resolve())
         if fmt == "json":
-            print(json.dumps({
-                "check": "derived-filter",
-                "ledger": layout.rel(report.ledger),
-                "candidates": report.candidates,
-                "artifacts": derived.artifact_count,
-                "threshold": limit,
-                "derived": [
-                    {"candidate_id": d.candidate_id, "artifact": d.match.name, "path": d.match.path,
-                     "sha256": d.match.sha256, "overlap": d.match.overlap}
-                    for d in report.derived
-                ],
-            }))
+            print(
+                json.dumps(
+                    {
+                        "check": "derived-filter",
+                        "ledger": layout.rel(report.ledger),
+                        "candidates": report.candidates,
+                        "artifacts": derived.artifact_count,
+                        "threshold": limit,
+                        "derived": [
+                            {
+                                "candidate_id": d.candidate_id,
+                                "artifact": d.match.name,
+                                "path": d.match.path,
+                                "sha256": d.match.sha256,
+                                "overlap": d.match.overlap,
+                            }
+                            for d in report.derived
+                        ],
+                    }
+                )
+            )
         elif report.derived:
-            print(f"derived filter failed: {len(report.derived)} of {report.candidates} candidate(s) match an artifact "
-                  f"(threshold {limit})", file=sys.stderr)
+            print(
+                f"derived filter failed: {len(report.derived)} of {report.candidates} candidate(s) match an artifact "
+                f"(threshold {limit})",
+                file=sys.stderr,
+            )
             for d in report.derived:
-                print(f"- {d.candidate_id} matches {d.match.name} ({d.match.path}, overlap {d.match.overlap:.2f})",
-                      file=sys.stderr)
+                print(
+                    f"- {d.candidate_id} matches {d.match.name} ({d.match.path}, overlap {d.match.overlap:.2f})",
+                    file=sys.stderr,
+                )
         else:
-            print(f"derived filter passed: {report.candidates} candidate(s), {derived.artifact_count} artifact(s), "
-                  f"threshold {limit}")
+            print(
+                f"derived filter passed: {report.candidates} candidate(s), {derived.artifact_count} artifact(s), "
+                f"threshold {limit}"
+            )
         return 1 if report.derived else 0

@@ -41,8 +41,10 @@ def is_artifact_path(layout: Layout, rel_path: str) -> bool:
     """``rel_path`` (POSIX, relative to the KB root) is a note or a skill."""
     notes = layout.rel(layout.note_root).rstrip("/") + "/"
     path = PurePosixPath(rel_path)
-    if rel_path.startswith(notes) and path.suffix == ".md" and not any(
-        part.startswith(".") for part in PurePosixPath(rel_path[len(notes):]).parts
+    if (
+        rel_path.startswith(notes)
+        and path.suffix == ".md"
+        and not any(part.startswith(".") for part in PurePosixPath(rel_path[len(notes) :]).parts)
     ):
         return True
     return any(_glob_regex(g).fullmatch(rel_path) for g in layout.config.derived.skills)

@@ -140,7 +140,9 @@ def _build(layout: Layout, manifest: Path, files: list[Path]) -> tuple[ArtifactI
             row = row_for(rel, content, emitted_at="")
             artifacts[row.sha256] = row.artifact()
     counts = {
-        "manifest_rows": len(rows), "manifest_rows_stale": stale, "current_artifacts": len(files),
+        "manifest_rows": len(rows),
+        "manifest_rows_stale": stale,
+        "current_artifacts": len(files),
         "from_manifest": from_manifest,
     }
     return ArtifactIndex(artifacts.values()), counts, warnings

@@ -134,8 +134,11 @@ class ArtifactIndex:
     def to_state(self) -> tuple[Any, ...]:
         """Plain data (ints, strings, tuples, dicts) for the on-disk index cache."""
         return (
-            [(a.name, a.path, a.sha256) for a in self.artifacts], self._sizes, self._postings,
-            self._bodies, self._body_words_max,
+            [(a.name, a.path, a.sha256) for a in self.artifacts],
+            self._sizes,
+            self._postings,
+            self._bodies,
+            self._body_words_max,
         )
 
     @classmethod

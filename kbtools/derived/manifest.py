@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -64,9 +64,14 @@ class ManifestRow:
 
     def to_json(self) -> str:
         data = {
-            "name": self.name, "path": self.path, "sha256": self.sha256, "body_hash": self.body_hash,
-            "words": self.words, "shingles": pack(self.shingles),
-            "shingle_params": self.shingle_params, "emitted_at": self.emitted_at,
+            "name": self.name,
+            "path": self.path,
+            "sha256": self.sha256,
+            "body_hash": self.body_hash,
+            "words": self.words,
+            "shingles": pack(self.shingles),
+            "shingle_params": self.shingle_params,
+            "emitted_at": self.emitted_at,
         }
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -96,7 +101,7 @@ def row_for(rel_path: str, content: bytes, emitted_at: str | None = None) -> Man
 
 
 def now_utc() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def read_manifest(path: Path) -> list[ManifestRow]:

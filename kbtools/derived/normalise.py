@@ -55,10 +55,9 @@ _BYTE_SEPARATORS = bytes.maketrans(
 )
 
 NORMALISER_HASH = blake3(
-    "\0".join(
-        (NORMALISER_VERSION, _LINE_LAYOUT.pattern, _FRONTMATTER.pattern,
-         TOKEN_PATTERN, "NFKC", "lower")
-    ).encode("utf-8")
+    "\0".join((NORMALISER_VERSION, _LINE_LAYOUT.pattern, _FRONTMATTER.pattern, TOKEN_PATTERN, "NFKC", "lower")).encode(
+        "utf-8"
+    )
 ).hexdigest()[:16]
 
 
@@ -67,7 +66,7 @@ def strip_frontmatter(text: str) -> str:
     if not text.startswith(("---", "\ufeff---")):
         return text
     found = _FRONTMATTER.match(text)
-    return text[found.end():] if found else text
+    return text[found.end() :] if found else text
 
 
 def tokens(text: str) -> list[bytes]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from kbtools.derived.filter import DerivedFilter, DerivedMatch
 from kbtools.errors import KbError
 
+
 @dataclass(frozen=True)
 class DerivedCandidate:
     candidate_id: str
@@ -53,8 +54,10 @@ def verify_candidates(derived_filter: DerivedFilter, output_dir: Path) -> Verify
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise KbError(f"invalid candidate line: {exc.msg}", where) from None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or not isinstance(
-            row.get("candidate_id"), str
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("text"), str)
+            or not isinstance(row.get("candidate_id"), str)
         ):
             raise KbError("invalid candidate line: needs string fields candidate_id and text", where)
         count += 1

@@ -20,8 +20,8 @@ import functools
 import hashlib
 import json
 import re
-from bisect import bisect_left, bisect_right
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -230,7 +230,7 @@ class NoteIndex(NamedTuple):
             match = _FRONTMATTER.match(text)
             if match:
                 head = " ".join(m.group(1) for m in _TITLE.finditer(match.group(1)))
-                body = text[match.end():]
+                body = text[match.end() :]
             for word in keywords(f"{head} {head} {body}", NOTE_KEYWORDS):
                 index.setdefault(word, set()).add(path.stem)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
@@ -256,29 +256,123 @@ class NoteIndex(NamedTuple):
 SENTENCE_FIELDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     # …and any word ending in error/exception ("TypeError"): see _SUFFIXES.
     ("error_messages", ("traceback", "panic", "errno", "错误", "异常"), False),
-    ("failed_solutions", ("did not work", "doesn't work", "didn't work", "failed approach", "dead end",
-                          "无效", "不生效", "死胡同", "否定方案", "失败方案"), False),
+    (
+        "failed_solutions",
+        (
+            "did not work",
+            "doesn't work",
+            "didn't work",
+            "failed approach",
+            "dead end",
+            "无效",
+            "不生效",
+            "死胡同",
+            "否定方案",
+            "失败方案",
+        ),
+        False,
+    ),
     ("root_cause", ("root cause", "caused by", "because of", "原因", "根因"), False),
-    ("final_solution", ("solution", "solved", "resolved", "fix", "fixed", "fixes", "the fix",
-                        "workaround", "解决", "修复", "最终", "结论"), False),
+    (
+        "final_solution",
+        (
+            "solution",
+            "solved",
+            "resolved",
+            "fix",
+            "fixed",
+            "fixes",
+            "the fix",
+            "workaround",
+            "解决",
+            "修复",
+            "最终",
+            "结论",
+        ),
+        False,
+    ),
     ("rollback", ("rollback", "roll back", "revert", "reverted", "restore", "回滚", "恢复"), False),
-    ("risks_side_effects", ("risk", "risks", "side effect", "side effects", "warning", "danger",
-                            "风险", "副作用", "警告", "危险"), False),
+    (
+        "risks_side_effects",
+        ("risk", "risks", "side effect", "side effects", "warning", "danger", "风险", "副作用", "警告", "危险"),
+        False,
+    ),
     ("non_applicability", ("does not apply", "not applicable", "不适用", "不要用于"), False),
     ("applicability", ("applies", "applicable", "适用", "前置条件", "场景"), False),
-    ("validation_results", ("passed", "passes", "verified", "validation", "tests pass", "green",
-                            "通过", "验证"), False),
-    ("symptoms", ("symptom", "symptoms", "failed", "failing", "fails", "slow", "timeout", "timed out",
-                  "hangs", "crash", "crashes", "问题", "现象", "失败", "超时", "缓慢"), False),
-    ("investigation_steps", ("inspect", "inspected", "check", "checked", "trace", "traced", "search",
-                             "searched", "diagnose", "diagnosed", "bisect", "排查", "检查", "定位", "读取",
-                             "搜索", "诊断"), False),
+    (
+        "validation_results",
+        ("passed", "passes", "verified", "validation", "tests pass", "green", "通过", "验证"),
+        False,
+    ),
+    (
+        "symptoms",
+        (
+            "symptom",
+            "symptoms",
+            "failed",
+            "failing",
+            "fails",
+            "slow",
+            "timeout",
+            "timed out",
+            "hangs",
+            "crash",
+            "crashes",
+            "问题",
+            "现象",
+            "失败",
+            "超时",
+            "缓慢",
+        ),
+        False,
+    ),
+    (
+        "investigation_steps",
+        (
+            "inspect",
+            "inspected",
+            "check",
+            "checked",
+            "trace",
+            "traced",
+            "search",
+            "searched",
+            "diagnose",
+            "diagnosed",
+            "bisect",
+            "排查",
+            "检查",
+            "定位",
+            "读取",
+            "搜索",
+            "诊断",
+        ),
+        False,
+    ),
     ("attempted_solutions", ("attempt", "attempted", "tried", "try", "trying", "方案", "尝试", "改用"), False),
-    ("changes", ("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更",
-                 "代码变更"), False),
+    (
+        "changes",
+        ("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更", "代码变更"),
+        False,
+    ),
     ("trigger_conditions", ("when", "whenever", "trigger", "triggers", "triggered", "条件", "触发"), False),
-    ("reusable_lessons", ("lesson", "lessons", "principle", "generalize", "generalise", "always", "never",
-                          "经验", "原则", "方法论", "可推广"), False),
+    (
+        "reusable_lessons",
+        (
+            "lesson",
+            "lessons",
+            "principle",
+            "generalize",
+            "generalise",
+            "always",
+            "never",
+            "经验",
+            "原则",
+            "方法论",
+            "可推广",
+        ),
+        False,
+    ),
     ("unresolved_questions", ("?", "？", "未解决", "待验证"), True),  # user sentences only
 )
 
@@ -324,9 +418,7 @@ def _occurrences(low: str, term: str, *, whole: bool) -> Iterator[int]:
     pos = low.find(term)
     while pos >= 0:
         end = pos + len(term)
-        if (not whole or pos == 0 or not _is_word_char(low[pos - 1])) and (
-            end == size or not _is_word_char(low[end])
-        ):
+        if (not whole or pos == 0 or not _is_word_char(low[pos - 1])) and (end == size or not _is_word_char(low[end])):
             yield pos
         pos = low.find(term, end)
 
@@ -386,10 +478,26 @@ class _Sentences:
 SINGLE_FIELDS = ("root_cause", "final_solution")
 
 ENVIRONMENTS = {
-    "linux": "Linux", "fedora": "Fedora", "macos": "macOS", "windows": "Windows", "jvm": "JVM", "java": "Java",
-    "spring": "Spring", "node": "Node.js", "nodejs": "Node.js", "astro": "Astro", "svelte": "Svelte",
-    "typescript": "TypeScript", "docker": "Docker", "kubernetes": "Kubernetes", "mysql": "MySQL",
-    "postgresql": "PostgreSQL", "omp": "OMP", "opencode": "OpenCode", "codex": "Codex", "python": "Python",
+    "linux": "Linux",
+    "fedora": "Fedora",
+    "macos": "macOS",
+    "windows": "Windows",
+    "jvm": "JVM",
+    "java": "Java",
+    "spring": "Spring",
+    "node": "Node.js",
+    "nodejs": "Node.js",
+    "astro": "Astro",
+    "svelte": "Svelte",
+    "typescript": "TypeScript",
+    "docker": "Docker",
+    "kubernetes": "Kubernetes",
+    "mysql": "MySQL",
+    "postgresql": "PostgreSQL",
+    "omp": "OMP",
+    "opencode": "OpenCode",
+    "codex": "Codex",
+    "python": "Python",
 }
 _VERSIONED = frozenset(ENVIRONMENTS) | {"pnpm", "js"}
 _VERSIONS = re.compile(
@@ -484,11 +592,12 @@ def _versions(text: str) -> Iterator[str]:
     if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
         yield from (m.group(0) for m in _VERSIONS.finditer(text))
         return
-    yield from (text[m.start():m.end()] for m in _VERSIONS_LOW.finditer(low))
+    yield from (text[m.start() : m.end()] for m in _VERSIONS_LOW.finditer(low))
 
 
-def knowledge_fields(turn: Sequence[KeptRecord], pieces: Sequence[tuple[str, str]], text: str,
-                     words: set[str] | None = None) -> dict[str, object]:
+def knowledge_fields(
+    turn: Sequence[KeptRecord], pieces: Sequence[tuple[str, str]], text: str, words: set[str] | None = None
+) -> dict[str, object]:
     """The reference's knowledge fields for one candidate: ``pieces`` are the
     (role, text) messages of its chunk, ``text`` the rendered chunk (``words``
     its :func:`words_of`, if known); the goal is the turn's prompt."""
@@ -503,8 +612,7 @@ def knowledge_fields(turn: Sequence[KeptRecord], pieces: Sequence[tuple[str, str
         "user_goal": user[:USER_GOAL_CHARS],
         "technical_environment": _environments(text, words),
         "software_versions": (
-            _unique(_versions(text), ENV_MATCHES)
-            if words & _VERSIONED and any(d in text for d in "0123456789") else []
+            _unique(_versions(text), ENV_MATCHES) if words & _VERSIONED and any(d in text for d in "0123456789") else []
         ),
         **{name: fields[name] for name in fields if name not in SINGLE_FIELDS},
         "root_cause": root_cause,
@@ -570,8 +678,9 @@ def build_candidates(
         key = memo.turn_key(turn) if memo is not None else b""
         made = memo.recall(key, turn_index, budget) if memo is not None else None
         if made is None:
-            made, truncated = _turn_candidates(meta, turn, turn_index, notes, budget, max_candidate,
-                                               base_confidence, require_signal)
+            made, truncated = _turn_candidates(
+                meta, turn, turn_index, notes, budget, max_candidate, base_confidence, require_signal
+            )
             if truncated:
                 out.extend(made)
                 return CandidateBatch(tuple(out), True)
@@ -582,9 +691,16 @@ def build_candidates(
     return CandidateBatch(tuple(out), False)
 
 
-def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: int, notes: NoteIndex,
-                     budget: int, max_candidate: int, base_confidence: float,
-                     require_signal: bool) -> tuple[list[dict[str, object]], bool]:
+def _turn_candidates(
+    meta: SourceMeta,
+    turn: Sequence[KeptRecord],
+    turn_index: int,
+    notes: NoteIndex,
+    budget: int,
+    max_candidate: int,
+    base_confidence: float,
+    require_signal: bool,
+) -> tuple[list[dict[str, object]], bool]:
     """The candidates of one turn, and whether ``budget`` (characters) cut them off."""
     out: list[dict[str, object]] = []
     whole = "\n".join(render(r.role, r.text) for r in turn)
@@ -609,31 +725,34 @@ def _turn_candidates(meta: SourceMeta, turn: Sequence[KeptRecord], turn_index: i
         confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
         labels = _unique((label for r in members for label in r.labels), 64)
         out.append(
-            ordered({
-                **fields,
-                "topic": " / ".join(words[:3]) or "uncategorized",
-                "confidence": confidence,
-                "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                "tool": meta.tool,
-                "record_type": meta.record_type,
-                "format": meta.format,
-                "text": text,
-                "summary": " ".join(text.split())[:SUMMARY_CHARS],
-                "language": "zh" if _has_cjk(text) else "und",
-                "created_at": members[0].created_at or meta.created_at,
-                "updated_at": members[-1].created_at or meta.updated_at,
-                "note_matches": matches,
-                "redactions": labels,
-                "conclusion_status": "unverified_inference",
-                "scores": {
-                    "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+            ordered(
+                {
+                    **fields,
+                    "topic": " / ".join(words[:3]) or "uncategorized",
                     "confidence": confidence,
-                    "novelty": 0.3 if matches else 0.7,
+                    "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
+                    "tool": meta.tool,
+                    "record_type": meta.record_type,
+                    "format": meta.format,
+                    "text": text,
+                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                    "language": "zh" if _has_cjk(text) else "und",
+                    "created_at": members[0].created_at or meta.created_at,
+                    "updated_at": members[-1].created_at or meta.updated_at,
+                    "note_matches": matches,
+                    "redactions": labels,
+                    "conclusion_status": "unverified_inference",
+                    "scores": {
+                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+                        "confidence": confidence,
+                        "novelty": 0.3 if matches else 0.7,
+                    },
+                    "topic_keys": words[:5],
+                    "fingerprint": fp,
+                    **source_fields(meta, fp, turn_index, chunk_index),
                 },
-                "topic_keys": words[:5],
-                "fingerprint": fp,
-                **source_fields(meta, fp, turn_index, chunk_index),
-            }, CANDIDATE_FIELDS)
+                CANDIDATE_FIELDS,
+            )
         )
     return out, False
 
@@ -697,9 +816,12 @@ class StoredKeys(NamedTuple):
     @classmethod
     def of(cls, keys: Sequence[DedupKey], markings: Sequence[tuple[object, object]]) -> StoredKeys:
         return cls(
-            tuple(k.fingerprint for k in keys), tuple(k.candidate_id for k in keys),
-            tuple(d for d, _ in markings), tuple(u for _, u in markings),
-            tuple(b for k in keys for b in k.code_blocks), tuple(e for k in keys for e in k.error_logs),
+            tuple(k.fingerprint for k in keys),
+            tuple(k.candidate_id for k in keys),
+            tuple(d for d, _ in markings),
+            tuple(u for _, u in markings),
+            tuple(b for k in keys for b in k.code_blocks),
+            tuple(e for k in keys for e in k.error_logs),
         )
 
     @property
@@ -742,8 +864,12 @@ class Deduplicator:
         self._error_logs.add_all(keys.error_logs)
         canonical = self._canonical
         fingerprints, count = keys.fingerprints, len(keys.fingerprints)
-        if (keys.decisions.count("jotting") == count and keys.duplicates_of.count("") == count
-                and canonical.keys().isdisjoint(fingerprints) and len(set(fingerprints)) == count):
+        if (
+            keys.decisions.count("jotting") == count
+            and keys.duplicates_of.count("") == count
+            and canonical.keys().isdisjoint(fingerprints)
+            and len(set(fingerprints)) == count
+        ):
             # The usual case, in C: new fingerprints, each once, all stored as firsts.
             canonical.update(zip(fingerprints, keys.candidate_ids))
             return 0, None
@@ -752,7 +878,8 @@ class Deduplicator:
         changed = False
         twins: list[str] = []
         for fp, cid, decision, duplicate_of in zip(
-                keys.fingerprints, keys.candidate_ids, keys.decisions, keys.duplicates_of):
+            keys.fingerprints, keys.candidate_ids, keys.decisions, keys.duplicates_of
+        ):
             first = setdefault(fp, cid)
             if first != cid:
                 duplicates += 1

@@ -72,7 +72,11 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], str, int], ...] = (
     (("more steps follow",), r"\[in progress\s*[—-]\s*more steps follow\]", _I),
     # (d) tool envelopes
     (("\n//",), rf"(?:\A|\n)//[^\n]*?(?:\n[ \t]*)?(?:→|->)[ \t]*{_ID}\(", _I),
-    (("\n->", "\n→", "]->", "]→", "] ->", "] →"), rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)", _I),
+    (
+        ("\n->", "\n→", "]->", "]→", "] ->", "] →"),
+        rf"(?:\A|\n){_TAG}(?:→|->)[ \t]*{_ID}\([^\n]{{0,2000}}\)[ \t]*(?:⇒|=>)",
+        _I,
+    ),
     # (e) runtime envelopes
     (
         ("parent irc message", "current interruptible", "[budget notice]", "[async-result]", "(no response)"),
@@ -88,7 +92,11 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], str, int], ...] = (
         _I,
     ),
     # (h) embedded envelope
-    (("**agent**", "**user**", "**assistant**"), rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}", _I),
+    (
+        ("**agent**", "**user**", "**assistant**"),
+        rf"(?:\A|\n)(?:{_ANY_TAG}\s*)?\*\*(?:agent|user|assistant)\*\*:[ \t]*\n?[ \t]*{_MARKERS}",
+        _I,
+    ),
     # (i) transcript artefacts behind a required role tag
     (
         ("[user]", "[assistant]", "[skill-prompt]"),
@@ -119,7 +127,7 @@ def is_internal_text(text: str) -> bool:
     """True when one message is agent-runtime plumbing rather than prose."""
     prefix_rules, start_rules, body_rules, any_key = _rules()
     start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # always matches
-    if prefix_rules.match(text[start:start + PREFIX_WINDOW]) or start_rules.match(text):
+    if prefix_rules.match(text[start : start + PREFIX_WINDOW]) or start_rules.match(text):
         return True
     low = "\n" + text.lower()
     if not any_key.search(low):
@@ -136,8 +144,25 @@ SIGNAL_WORDS = frozenset(
     kubernetes linux java typescript javascript python rust astro svelte css theme themes omp opencode
     codex agent agents llm llms""".split()
 )
-SIGNAL_CJK = ("错误", "失败", "根因", "修复", "配置", "验证", "测试", "构建", "数据库", "架构", "排查", "工具",
-              "会话", "知识库", "前端", "后端", "设计")
+SIGNAL_CJK = (
+    "错误",
+    "失败",
+    "根因",
+    "修复",
+    "配置",
+    "验证",
+    "测试",
+    "构建",
+    "数据库",
+    "架构",
+    "排查",
+    "工具",
+    "会话",
+    "知识库",
+    "前端",
+    "后端",
+    "设计",
+)
 # ASCII punctuation that separates words (`_` stays: it is part of an identifier).
 _SEPARATOR_BYTES = b".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"
 # Translated as UTF-8 bytes: str.translate falls back to a per-character dict

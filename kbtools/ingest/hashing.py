@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Numbers below this are epoch seconds, the rest epoch milliseconds (as the reference).
 _SECONDS_LIMIT = 1e10
 
@@ -90,9 +90,9 @@ def iso_time(value: Any) -> str:
     if parsed is None:
         return ""
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     try:
-        return _format(parsed.astimezone(timezone.utc))
+        return _format(parsed.astimezone(UTC))
     except (OverflowError, ValueError):
         return ""
 
@@ -124,4 +124,4 @@ def _from_number(number: float) -> str:
 def _format(moment: datetime) -> str:
     # isoformat is implemented in C; only the year needs padding below 1000.
     text = moment.replace(tzinfo=None).isoformat(timespec="milliseconds")
-    return (text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-'):]}") + "Z"
+    return (text if moment.year >= 1000 else f"{moment.year:04d}{text[text.index('-') :]}") + "Z"

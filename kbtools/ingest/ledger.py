@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from kbtools.errors import KbError
 from kbtools.fsio import (
@@ -57,30 +57,96 @@ RUN_TAG = "_run"
 PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
 
 MANIFEST_FIELDS = (
-    "source_key", "tool", "record_type", "project_key", "session_hash", "created_at", "updated_at",
-    "format", "content_hash", "parse_status", "redaction_status", "candidate_count", "article_slugs",
-    "skip_reason", "error", "truncated", "internal_filtered", "locator_key", "stat_key", "rows_digest", "run_at",
+    "source_key",
+    "tool",
+    "record_type",
+    "project_key",
+    "session_hash",
+    "created_at",
+    "updated_at",
+    "format",
+    "content_hash",
+    "parse_status",
+    "redaction_status",
+    "candidate_count",
+    "article_slugs",
+    "skip_reason",
+    "error",
+    "truncated",
+    "internal_filtered",
+    "locator_key",
+    "stat_key",
+    "rows_digest",
+    "run_at",
 )
 
 # The reference's 24 knowledge fields, then metadata. Dropped from the reference:
 # `cluster_id` and `cluster_size` (buckets of 8 by first keyword, not clusters).
 # Added: `turn_index` and `chunk_index` (the candidate's place in its source).
 KNOWLEDGE_FIELDS = (
-    "topic", "user_goal", "technical_environment", "software_versions", "symptoms", "error_messages",
-    "trigger_conditions", "investigation_steps", "attempted_solutions", "failed_solutions", "root_cause",
-    "final_solution", "changes", "validation_commands", "validation_results", "applicability",
-    "non_applicability", "risks_side_effects", "rollback", "reusable_lessons", "unresolved_questions",
-    "confidence", "source_refs", "existing_kb_status",
+    "topic",
+    "user_goal",
+    "technical_environment",
+    "software_versions",
+    "symptoms",
+    "error_messages",
+    "trigger_conditions",
+    "investigation_steps",
+    "attempted_solutions",
+    "failed_solutions",
+    "root_cause",
+    "final_solution",
+    "changes",
+    "validation_commands",
+    "validation_results",
+    "applicability",
+    "non_applicability",
+    "risks_side_effects",
+    "rollback",
+    "reusable_lessons",
+    "unresolved_questions",
+    "confidence",
+    "source_refs",
+    "existing_kb_status",
 )
 CANDIDATE_FIELDS = KNOWLEDGE_FIELDS + (
-    "candidate_id", "source_key", "session_key", "project_key", "tool", "record_type", "format", "text",
-    "summary", "language", "created_at", "updated_at", "note_matches", "redactions", "conclusion_status",
-    "scores", "decision", "topic_keys", "fingerprint", "duplicate_of", "turn_index", "chunk_index",
+    "candidate_id",
+    "source_key",
+    "session_key",
+    "project_key",
+    "tool",
+    "record_type",
+    "format",
+    "text",
+    "summary",
+    "language",
+    "created_at",
+    "updated_at",
+    "note_matches",
+    "redactions",
+    "conclusion_status",
+    "scores",
+    "decision",
+    "topic_keys",
+    "fingerprint",
+    "duplicate_of",
+    "turn_index",
+    "chunk_index",
 )
 REJECTED_FIELDS = ("rejection_id", "source_key", "reason", "run_at")
 EVENT_FIELDS = (
-    "event_id", "event", "source_key", "tool", "record_type", "message_index", "role", "created_at",
-    "artifact", "overlap", "threshold", "run_at",
+    "event_id",
+    "event",
+    "source_key",
+    "tool",
+    "record_type",
+    "message_index",
+    "role",
+    "created_at",
+    "artifact",
+    "overlap",
+    "threshold",
+    "run_at",
 )
 
 Row = dict[str, Any]
@@ -98,7 +164,7 @@ def stat_json(stat_key: Any) -> str:
     if stat_key is None or isinstance(stat_key, str) or not isinstance(stat_key, (list, tuple)):
         return ""
     if len(stat_key) == 3 and type(stat_key[0]) is type(stat_key[1]) is type(stat_key[2]) is int:
-        return "[%d,%d,%d]" % tuple(stat_key)  # a file's (size, mtime_ns, inode): as json.dumps has it
+        return f"[{stat_key[0]:d},{stat_key[1]:d},{stat_key[2]:d}]"  # a file's (size, mtime_ns, inode): as json.dumps has it
     return json.dumps(list(stat_key), separators=(",", ":"))
 
 
@@ -116,6 +182,7 @@ def dumps(row: Mapping[str, Any]) -> bytes:
 
 # --------------------------------------------------------------------------- validation
 
+
 def _is_str(row: Mapping[str, Any], *names: str) -> bool:
     return all(isinstance(row.get(n), str) for n in names)
 
@@ -123,10 +190,21 @@ def _is_str(row: Mapping[str, Any], *names: str) -> bool:
 def _valid_manifest(row: Mapping[str, Any]) -> bool:
     count = row.get("candidate_count")
     return (
-        _is_str(row, "source_key", "tool", "record_type", "project_key", "session_hash", "format",
-                "content_hash", "redaction_status")
+        _is_str(
+            row,
+            "source_key",
+            "tool",
+            "record_type",
+            "project_key",
+            "session_hash",
+            "format",
+            "content_hash",
+            "redaction_status",
+        )
         and row.get("parse_status") in PARSE_STATUSES
-        and isinstance(count, int) and not isinstance(count, bool) and count >= 0
+        and isinstance(count, int)
+        and not isinstance(count, bool)
+        and count >= 0
         and isinstance(row.get("error", ""), str)
         and isinstance(row.get("skip_reason", ""), str)
     )
@@ -202,9 +280,9 @@ def restamped(line: bytes, run_at: bytes) -> bytes | None:
     """A row line written by :func:`dumps` whose last field is ``run_at``, with a new
     ``run_at`` (a JSON string); None for any other line."""
     at = line.rfind(_RUN_AT)
-    if at < 0 or not line.endswith(b'"}\n') or line[at + len(_RUN_AT):at + len(_RUN_AT) + 1] != b'"':
+    if at < 0 or not line.endswith(b'"}\n') or line[at + len(_RUN_AT) : at + len(_RUN_AT) + 1] != b'"':
         return None
-    old = line[at + len(_RUN_AT) + 1:-3]
+    old = line[at + len(_RUN_AT) + 1 : -3]
     if b'"' in old or b"\\" in old:
         return None
     return b"".join((line[:at], _RUN_AT, run_at, b"}\n"))
@@ -219,7 +297,7 @@ def _candidate_keys(line: bytes) -> tuple[str | None, str | None]:
     """(source_key, run tag) of a whole candidate line as written here, or
     (None, None) when it must be parsed. A key with its quotes occurs unescaped
     only as a key: inside a string value every quote is escaped."""
-    if not (line.startswith(b'{"') and line.endswith(b'}\n')) or not all(k in line for k in _CANDIDATE_KEYS):
+    if not (line.startswith(b'{"') and line.endswith(b"}\n")) or not all(k in line for k in _CANDIDATE_KEYS):
         return None, None
     values: list[str | None] = []
     for name in (_SOURCE_KEY, _RUN_KEY):
@@ -228,7 +306,7 @@ def _candidate_keys(line: bytes) -> tuple[str | None, str | None]:
             values.append(None)
             continue
         end = line.find(b'"', at + len(name))
-        value = line[at + len(name):end]
+        value = line[at + len(name) : end]
         if end < 0 or b"\\" in value or not value.isascii():
             return None, None
         values.append(value.decode("ascii"))
@@ -285,11 +363,23 @@ def _count(value: Any) -> int:
 def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """The :class:`PriorSource` entry of a manifest row."""
     return (
-        row["source_key"], row["tool"], row["record_type"], row["project_key"], row["session_hash"],
-        row["format"], row["content_hash"], row["parse_status"], row["redaction_status"],
-        row["candidate_count"], row.get("skip_reason") or "", row.get("error") or "",
-        row.get("truncated") is True, _count(row.get("internal_filtered")),
-        row.get("locator_key") or "", stat_json(row.get("stat_key")), row.get("rows_digest") or "",
+        row["source_key"],
+        row["tool"],
+        row["record_type"],
+        row["project_key"],
+        row["session_hash"],
+        row["format"],
+        row["content_hash"],
+        row["parse_status"],
+        row["redaction_status"],
+        row["candidate_count"],
+        row.get("skip_reason") or "",
+        row.get("error") or "",
+        row.get("truncated") is True,
+        _count(row.get("internal_filtered")),
+        row.get("locator_key") or "",
+        stat_json(row.get("stat_key")),
+        row.get("rows_digest") or "",
     )
 
 
@@ -377,13 +467,12 @@ class PriorState:
                 spans = indexed.get(digest.source_key)
                 found = len(spans) - 1 if spans is not None else len(candidates.get(digest.source_key, ()))
                 if found == count and (count > 0 or digest.source_key in rejected):
-                    group[i] = make((*digest[:_COMPLETE], True, *digest[_COMPLETE + 1:]))  # _replace, faster
+                    group[i] = make((*digest[:_COMPLETE], True, *digest[_COMPLETE + 1 :]))  # _replace, faster
         self.by_locator = {
             d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
         }
 
-    def _manifest_groups(self, path: Path, index: LedgerIndex | None, *,
-                         journal: bool) -> dict[str, list[PriorSource]]:
+    def _manifest_groups(self, path: Path, index: LedgerIndex | None, *, journal: bool) -> dict[str, list[PriorSource]]:
         """Prior sources by identity (``journal``: rows tagged by run, the latest run's win)."""
         groups: dict[str, list[PriorSource]] = {}
         runs: dict[str, object] = {}
@@ -417,8 +506,9 @@ class PriorState:
             group.append(digest)
         return groups
 
-    def _row_index(self, path: Path, ledger: str, index: LedgerIndex | None, *,
-                   journal: bool) -> dict[str, list[tuple[int, int]]]:
+    def _row_index(
+        self, path: Path, ledger: str, index: LedgerIndex | None, *, journal: bool
+    ) -> dict[str, list[tuple[int, int]]]:
         """Where each source's rows of ``ledger`` start (``journal``: as in :meth:`_manifest_groups`)."""
         rows: dict[str, list[tuple[int, int]]] = {}
         runs: dict[str, object] = {}
@@ -481,7 +571,7 @@ class PriorState:
         if ahead_number == number and start <= offset < start + len(data):
             end = data.find(b"\n", offset - start)
             if end >= 0:
-                return data[offset - start:end + 1]
+                return data[offset - start : end + 1]
         fd = self._handles[number].fileno()
         pieces: list[bytes] = []
         size = _READ_AHEAD
@@ -491,7 +581,7 @@ class PriorState:
                 self._ahead = (number, offset, data)
             end = data.find(b"\n")
             if end >= 0 or not data:
-                pieces.append(data[:end + 1] if end >= 0 else data)
+                pieces.append(data[: end + 1] if end >= 0 else data)
                 return b"".join(pieces)
             pieces.append(data)
             offset += len(data)
@@ -616,7 +706,6 @@ class SourceRows:
         if self.packed:
             return [line for line in self.candidate_lines if line is not None]
         return [dumps(row) for row in self.candidates]
-
 
 
 class LedgerSink:
@@ -785,7 +874,8 @@ class WriteSink(LedgerSink):
         segment = rows.segment
         if segment is not None:
             self._spans[rows.manifest["source_key"]] = [
-                self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)]
+                self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)
+            ]
             self._copy(segment)
             lines: list[bytes] = []
         else:
@@ -897,12 +987,15 @@ class WriteSink(LedgerSink):
             ledger_path(self.output_dir, name, partial=True).unlink(missing_ok=True)
             crash_point(f"unlink-{name}")
         fsync_dir(self.output_dir)
-        write_ledger_index(self.output_dir, {
-            "manifest": (written["manifest"], self._entries),
-            "candidates": (written["candidates"], (self.digest_context, self._digests, self._spans)),
-            "rejected": (written["rejected"], self._starts["rejected"]),
-            "events": (written["events"], self._starts["events"]),
-        })
+        write_ledger_index(
+            self.output_dir,
+            {
+                "manifest": (written["manifest"], self._entries),
+                "candidates": (written["candidates"], (self.digest_context, self._digests, self._spans)),
+                "rejected": (written["rejected"], self._starts["rejected"]),
+                "events": (written["events"], self._starts["events"]),
+            },
+        )
 
     def abort(self) -> None:
         if self._candidates is not None:
@@ -1078,8 +1171,9 @@ class IngestLock:
             os.close(fd)
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 who = f" (pid {holder})" if holder.isdigit() else ""
-                raise KbError(f"another `kb ingest --write` is running on this output directory{who}",
-                              str(output_dir)) from None
+                raise KbError(
+                    f"another `kb ingest --write` is running on this output directory{who}", str(output_dir)
+                ) from None
             raise KbError(f"cannot lock the output directory: {exc.strerror}", str(output_dir)) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

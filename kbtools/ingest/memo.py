@@ -37,7 +37,7 @@ import marshal
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from kbtools.fsio import pwrite_all
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
@@ -54,7 +54,7 @@ _FLUSH_BYTES = 1 << 20
 KEPT = 0  # kept as it was
 EMPTY = 1  # nothing left once redacted
 INTERNAL = 2  # dropped by the control-plane filter
-Outcome = Union[int, tuple[str, tuple[str, ...]]]
+Outcome = int | tuple[str, tuple[str, ...]]
 # Fingerprint characters recorded per candidate (enough to tell a line apart, not to rebuild it).
 _FP_CHARS = 16
 
@@ -91,8 +91,9 @@ class SourceMemo:
     (``prior``, a :meth:`blob`; ``prior_lines``: that version's candidate lines) and
     what this version records, to be stored with its rows."""
 
-    def __init__(self, context: str, meta: SourceMeta, prior: bytes = b"",
-                 prior_lines: Callable[[], list[bytes]] | None = None) -> None:
+    def __init__(
+        self, context: str, meta: SourceMeta, prior: bytes = b"", prior_lines: Callable[[], list[bytes]] | None = None
+    ) -> None:
         self.context = context
         self.meta = meta
         self.messages: dict[bytes, Outcome] = {}
@@ -314,8 +315,7 @@ class MemoStore:
 def _is_outcome(value: object) -> bool:
     if isinstance(value, int):
         return value in (KEPT, EMPTY, INTERNAL) and not isinstance(value, bool)
-    return (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
-            and isinstance(value[1], tuple))
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], tuple)
 
 
 def _read(blob: bytes, context: str) -> tuple[dict[bytes, Outcome], dict[bytes, tuple[int, tuple[str, ...]]]]:
@@ -326,7 +326,12 @@ def _read(blob: bytes, context: str) -> tuple[dict[bytes, Outcome], dict[bytes, 
         found = marshal.loads(blob)
     except (ValueError, EOFError, TypeError):
         return {}, {}
-    if (isinstance(found, tuple) and len(found) == 3 and found[0] == context
-            and isinstance(found[1], dict) and isinstance(found[2], dict)):
+    if (
+        isinstance(found, tuple)
+        and len(found) == 3
+        and found[0] == context
+        and isinstance(found[1], dict)
+        and isinstance(found[2], dict)
+    ):
         return found[1], found[2]
     return {}, {}

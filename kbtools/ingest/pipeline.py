@@ -40,7 +40,7 @@ import json
 import marshal
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -49,8 +49,8 @@ from kbtools.errors import KbError
 from kbtools.ingest import hashing, ledger
 from kbtools.ingest.candidates import (
     ROLES,
-    Deduplicator,
     DedupKey,
+    Deduplicator,
     KeptRecord,
     NoteIndex,
     SourceMeta,
@@ -63,8 +63,8 @@ from kbtools.ingest.candidates import (
 )
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
 from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
-from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo, memo_context
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
+from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo, memo_context
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import CHANGED_DURING_READ
 from kbtools.kb.layout import Layout
@@ -151,8 +151,20 @@ class Counts:
     """What the run tallies, as the summary reports it."""
 
     FIELDS = (
-        "discovered", "processed", "unchanged", "skipped", "failed", "candidates", "rejected", "duplicates",
-        "errors", "derived_excluded", "truncated_sources", "reused_unread", "carried_forward", "pruned",
+        "discovered",
+        "processed",
+        "unchanged",
+        "skipped",
+        "failed",
+        "candidates",
+        "rejected",
+        "duplicates",
+        "errors",
+        "derived_excluded",
+        "truncated_sources",
+        "reused_unread",
+        "carried_forward",
+        "pruned",
         "internal_filtered",
     )
     __slots__ = FIELDS
@@ -216,18 +228,17 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     # A missing store is reported as such on every run, never as "unchanged".
     for prior in ctx.prior.get(identity, ()) if unit.format != "unavailable" else ():
         if prior.source_key == key and reusable(prior, error):
-            return UnitOutcome(identity, key, created_at, updated_at, reuse=prior,
-                               locator_key=locator_key, stat_key=stat_key)
-    meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format,
-                      created_at, updated_at)
+            return UnitOutcome(
+                identity, key, created_at, updated_at, reuse=prior, locator_key=locator_key, stat_key=stat_key
+            )
+    meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
     memo = source_memo(identity, meta, ctx)
     rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
     if memo is not None and memo.messages and ctx.keep_memos:
         rows.memo = memo.blob()
-    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key,
-                       stat_key=stat_key)
+    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key, stat_key=stat_key)
 
 
 def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
@@ -253,8 +264,16 @@ def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
     cached = ctx.by_locator.get(locator_key)
     if cached is None or cached.stat_key != ledger.stat_json(ref.stat_key) or not reusable(cached, cached.error):
         return None
-    return UnitOutcome(cached.identity, cached.source_key, None, None, reuse=cached,
-                       locator_key=locator_key, stat_key=list(ref.stat_key), unread=True)
+    return UnitOutcome(
+        cached.identity,
+        cached.source_key,
+        None,
+        None,
+        reuse=cached,
+        locator_key=locator_key,
+        stat_key=list(ref.stat_key),
+        unread=True,
+    )
 
 
 def locator_key_of(ref: SourceRef) -> str:
@@ -305,16 +324,23 @@ def redact_error(redactor: Redactor, error: str) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
-def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext,
-               memo: SourceMemo | None = None) -> SourceRows:
+def build_rows(
+    unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext, memo: SourceMemo | None = None
+) -> SourceRows:
     kept, events, labelled, internal = _keep_records(unit, meta, ctx, memo)
     truncated = unit.truncated
     candidates: list[Row] = []
     if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
         hindsight = unit.tool == "hindsight"
         batch = build_candidates(
-            meta, kept, ctx.notes, max_candidate=ctx.max_candidate, max_text=ctx.max_text,
-            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3, require_signal=not hindsight, memo=memo,
+            meta,
+            kept,
+            ctx.notes,
+            max_candidate=ctx.max_candidate,
+            max_text=ctx.max_text,
+            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
+            require_signal=not hindsight,
+            memo=memo,
         )
         candidates = list(batch.candidates)
         truncated = truncated or batch.truncated
@@ -327,9 +353,17 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
         reason = unit.skip_reason or (DERIVED_ONLY if events and not kept else NO_KNOWLEDGE)
     redacted = labelled or any(c["redactions"] for c in candidates) or error != unit.error
     manifest = manifest_row(
-        meta, content_hash=unit.content_hash, parse_status=status, redacted=bool(redacted),
-        candidate_count=len(candidates), article_slugs=_slugs(candidates), skip_reason=reason,
-        error=error, truncated=truncated, internal_filtered=internal, run_at=ctx.run_at,
+        meta,
+        content_hash=unit.content_hash,
+        parse_status=status,
+        redacted=bool(redacted),
+        candidate_count=len(candidates),
+        article_slugs=_slugs(candidates),
+        skip_reason=reason,
+        error=error,
+        truncated=truncated,
+        internal_filtered=internal,
+        run_at=ctx.run_at,
     )
     rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
     return SourceRows(manifest, candidates, rejected, events)
@@ -362,9 +396,13 @@ def _keep_records(
                 continue  # never memoised: its event is made each time
             else:
                 red = ctx.redactor.redact(text)
-                outcome = (EMPTY if not red.text.strip()
-                           else (red.text, tuple(red.labels)) if red.labels or red.text != text
-                           else KEPT)
+                outcome = (
+                    EMPTY
+                    if not red.text.strip()
+                    else (red.text, tuple(red.labels))
+                    if red.labels or red.text != text
+                    else KEPT
+                )
         if memo is not None:
             memo.note_message(key, outcome)
         if isinstance(outcome, tuple):
@@ -390,9 +428,7 @@ def _utf8(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _derived_event(
-    meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext
-) -> Row:
+def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext) -> Row:
     redact = ctx.redactor.redact
     return {
         "event_id": sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
@@ -410,9 +446,20 @@ def _derived_event(
     }
 
 
-def manifest_row(meta: SourceMeta, *, content_hash: str, parse_status: str, redacted: bool,
-                 candidate_count: int, article_slugs: list[str], skip_reason: str, error: str,
-                 truncated: bool, run_at: str, internal_filtered: int = 0) -> Row:
+def manifest_row(
+    meta: SourceMeta,
+    *,
+    content_hash: str,
+    parse_status: str,
+    redacted: bool,
+    candidate_count: int,
+    article_slugs: list[str],
+    skip_reason: str,
+    error: str,
+    truncated: bool,
+    run_at: str,
+    internal_filtered: int = 0,
+) -> Row:
     return {
         "source_key": meta.source_key,
         "tool": meta.tool,
@@ -455,9 +502,18 @@ def _slugs(candidates: list[Row]) -> list[str]:
 # --------------------------------------------------------------------------- prior rows
 
 
-def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, run_at: str, status: str,
-               skip_reason: str | None, created_at: str | None = None, updated_at: str | None = None,
-               locator: tuple[str, list[Any] | None] | None = None) -> SourceRows:
+def prior_rows(
+    prior: PriorState,
+    digest: PriorSource,
+    ctx: ProcessContext,
+    *,
+    run_at: str,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None = None,
+    updated_at: str | None = None,
+    locator: tuple[str, list[Any] | None] | None = None,
+) -> SourceRows:
     """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
 
     Candidate lines whose digest says they were written under this control-plane
@@ -470,8 +526,11 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
     no text reaches disk without the current rules.
     """
     current = digest.redaction_status.endswith(_CURRENT_RULES)
-    segment = prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key)) \
-        if current else None
+    segment = (
+        prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key))
+        if current
+        else None
+    )
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
     events = prior.rows_for("events", digest.source_key)
     dropped = 0
@@ -482,8 +541,9 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
         # these rules, into the very file still open): copied unread.
         trusted = same_status = True  # lines copied unread leave the redaction status to the prior row
         count = len(segment.starts)
-        rows = SourceRows({}, [], rejected, events, candidate_lines=[None] * count,
-                          lines_digest=digest.rows_digest, segment=segment)
+        rows = SourceRows(
+            {}, [], rejected, events, candidate_lines=[None] * count, lines_digest=digest.rows_digest, segment=segment
+        )
         _stored_keys(rows, prior, digest, segment.read, count)
     else:
         lines = prior.lines_for("candidates", digest.source_key)
@@ -492,12 +552,16 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
             rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
             _stored_keys(rows, prior, digest, lambda: lines, len(lines))
             redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-            same_status = redaction_status(redacted or digest.redaction_status.startswith("redacted:")) \
-                == digest.redaction_status
+            same_status = (
+                redaction_status(redacted or digest.redaction_status.startswith("redacted:")) == digest.redaction_status
+            )
     if trusted:
         # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
-        if (same_status and len(rows.candidate_lines) == digest.candidate_count
-                and _as_before(digest, status, skip_reason, created_at, locator)):
+        if (
+            same_status
+            and len(rows.candidate_lines) == digest.candidate_count
+            and _as_before(digest, status, skip_reason, created_at, locator)
+        ):
             line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
             if line is not None:
                 return _verbatim(rows, digest, line)
@@ -527,15 +591,41 @@ def prior_rows(prior: PriorState, digest: PriorSource, ctx: ProcessContext, *, r
         slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
-    return _reemitted(rows, row, digest, ctx, run_at=run_at, status=status, skip_reason=skip_reason,
-                      created_at=created_at, updated_at=updated_at, locator=locator,
-                      redacted=redacted, slugs=slugs, current=current, dropped=dropped)
+    return _reemitted(
+        rows,
+        row,
+        digest,
+        ctx,
+        run_at=run_at,
+        status=status,
+        skip_reason=skip_reason,
+        created_at=created_at,
+        updated_at=updated_at,
+        locator=locator,
+        redacted=redacted,
+        slugs=slugs,
+        current=current,
+        dropped=dropped,
+    )
 
 
-def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessContext, *, run_at: str, status: str,
-               skip_reason: str | None, created_at: str | None, updated_at: str | None,
-               locator: tuple[str, list[Any] | None] | None, redacted: bool, slugs: list[str], current: bool,
-               dropped: int) -> SourceRows:
+def _reemitted(
+    rows: SourceRows,
+    row: Row,
+    digest: PriorSource,
+    ctx: ProcessContext,
+    *,
+    run_at: str,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None,
+    updated_at: str | None,
+    locator: tuple[str, list[Any] | None] | None,
+    redacted: bool,
+    slugs: list[str],
+    current: bool,
+    dropped: int,
+) -> SourceRows:
     """The prior manifest ``row`` updated for this run (the tail of :func:`prior_rows`)."""
     error = str(row.get("error", ""))
     if not current:
@@ -563,8 +653,13 @@ def _reemitted(rows: SourceRows, row: Row, digest: PriorSource, ctx: ProcessCont
     return rows
 
 
-def _as_before(digest: PriorSource, status: str, skip_reason: str | None, created_at: str | None,
-               locator: tuple[str, list[Any] | None] | None) -> bool:
+def _as_before(
+    digest: PriorSource,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None,
+    locator: tuple[str, list[Any] | None] | None,
+) -> bool:
     """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
     (given candidate lines and a redaction status that stay the same)."""
     return (
@@ -587,16 +682,22 @@ def _verbatim(rows: SourceRows, digest: PriorSource, line: bytes) -> SourceRows:
     rows.entry = digest.entry
     # What the run reads of a manifest row (see SourceRows.full_manifest for the rest).
     rows.manifest = {
-        "source_key": digest.source_key, "tool": digest.tool, "record_type": digest.record_type,
-        "format": digest.format, "parse_status": digest.parse_status, "error": digest.error,
-        "truncated": digest.truncated, "internal_filtered": digest.internal_filtered,
+        "source_key": digest.source_key,
+        "tool": digest.tool,
+        "record_type": digest.record_type,
+        "format": digest.format,
+        "parse_status": digest.parse_status,
+        "error": digest.error,
+        "truncated": digest.truncated,
+        "internal_filtered": digest.internal_filtered,
         "rows_digest": digest.rows_digest,
     }
     return rows
 
 
-def _stored_keys(rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]],
-                 count: int) -> None:
+def _stored_keys(
+    rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]], count: int
+) -> None:
     """The dedup keys of ``count`` trusted lines into ``rows``: from the key cache (see
     :class:`StoredKeys`), else read off the lines."""
     blob = prior.key_cache.get(digest.rows_digest, b"")
@@ -610,15 +711,17 @@ def _stored_keys(rows: SourceRows, prior: PriorState, digest: PriorSource, lines
         rows.candidate_keys = [DedupKey.of_line(line) for line in lines()]
 
 
-def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row],
-                       run_at: str) -> bool:
+def _derived_candidate(
+    candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row], run_at: str
+) -> bool:
     """A stored candidate one of whose messages the derived filter now matches
     (the artifact set changed since it was written): logged, to be dropped."""
     for number, (role, message) in enumerate(split_messages(str(candidate.get("text", "")))):
         match = ctx.derived.match(message)
         if match is not None:
-            meta = SourceMeta(digest.source_key, digest.session_hash, "", digest.tool, digest.record_type,
-                              digest.format, "", "")
+            meta = SourceMeta(
+                digest.source_key, digest.session_hash, "", digest.tool, digest.record_type, digest.format, "", ""
+            )
             # The source's message number is not stored with a candidate: the event is
             # placed by turn and message within it (unique, so is its event_id).
             index = int(candidate.get("turn_index") or 0) * 1000 + number
@@ -694,7 +797,7 @@ def new_run_id(moment: datetime) -> str:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _iso(moment: datetime) -> str:
@@ -704,9 +807,11 @@ def _iso(moment: datetime) -> str:
 def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any, dict[str, Any], list[str]]:
     """(filter or None, settings for the summary, warnings); paths in them are redacted."""
     if not request.derived_filter or not request.config.derived.enabled:
-        return None, {"enabled": False, "reason": "disabled"}, [
-            "derived filter DISABLED: transcripts that quote the wiki's own pages are ingested as evidence"
-        ]
+        return (
+            None,
+            {"enabled": False, "reason": "disabled"},
+            ["derived filter DISABLED: transcripts that quote the wiki's own pages are ingested as evidence"],
+        )
     from kbtools.derived.filter import DerivedFilter
 
     # On --write the index is kept next to the ledgers and reused while no artifact changed.
@@ -750,8 +855,9 @@ def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ())
         return None
     from kbtools.ingest.workers import WorkerPool
 
-    return WorkerPool(jobs, lambda task: [read_unit(ref, ctx) for ref in task], inherited=inherited,
-                      init=lambda: _warm_up(ctx))
+    return WorkerPool(
+        jobs, lambda task: [read_unit(ref, ctx) for ref in task], inherited=inherited, init=lambda: _warm_up(ctx)
+    )
 
 
 def _warm_up(ctx: ProcessContext) -> None:
@@ -858,13 +964,20 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         notes = NoteIndex.load(request.layout.note_root)
         dkey = derived_key(derived)
         ctx = ProcessContext(
-            settings=request.settings, redactor=redactor, derived=derived, notes=notes, prior=prior.by_identity,
-            max_candidate=config.ingest.max_candidate, max_text=request.settings.max_text, run_at=run_at,
-            by_locator=prior.by_locator, racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
+            settings=request.settings,
+            redactor=redactor,
+            derived=derived,
+            notes=notes,
+            prior=prior.by_identity,
+            max_candidate=config.ingest.max_candidate,
+            max_text=request.settings.max_text,
+            run_at=run_at,
+            by_locator=prior.by_locator,
+            racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=dkey,
-            memo_context=memo_context(FILTER_VERSION, rules, dkey, notes.key(),
-                                      config.ingest.max_candidate),
-            memo_store=memos, prior_lines=functools.partial(prior.lines_for, "candidates"),
+            memo_context=memo_context(FILTER_VERSION, rules, dkey, notes.key(), config.ingest.max_candidate),
+            memo_store=memos,
+            prior_lines=functools.partial(prior.lines_for, "candidates"),
             keep_memos=request.write,
         )
         # The workers first: the ledger writer below starts a thread.
@@ -896,8 +1009,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                 if request.prune and digest.tool not in state.failed_tools:
                     counts.pruned += 1
                     continue
-                rows = prior_rows(prior, digest, ctx, run_at=run_at, status="skipped",
-                                  skip_reason=NOT_SCANNED)
+                rows = prior_rows(prior, digest, ctx, run_at=run_at, status="skipped", skip_reason=NOT_SCANNED)
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
         state.persist()
@@ -929,8 +1041,15 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
 class _RunState:
     """What the loop accumulates: dedup, counts, journal cadence, seen identities."""
 
-    def __init__(self, run_id: str, request: IngestRequest, sink: LedgerSink, counts: Counts,
-                 dedup: Deduplicator, ctx: ProcessContext) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        request: IngestRequest,
+        sink: LedgerSink,
+        counts: Counts,
+        dedup: Deduplicator,
+        ctx: ProcessContext,
+    ) -> None:
         self.run_id = run_id
         self.ctx = ctx
         self.request = request
@@ -966,9 +1085,17 @@ class _RunState:
             digest = outcome.reuse
             status = digest.parse_status if digest.from_journal else "unchanged"
             # An unread source's locator and version are the prior row's (the stat cache said so).
-            rows = prior_rows(prior, digest, self.ctx, run_at=run_at, status=status, skip_reason=None,
-                              created_at=outcome.created_at, updated_at=outcome.updated_at,
-                              locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key))
+            rows = prior_rows(
+                prior,
+                digest,
+                self.ctx,
+                run_at=run_at,
+                status=status,
+                skip_reason=None,
+                created_at=outcome.created_at,
+                updated_at=outcome.updated_at,
+                locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key),
+            )
             self.counts.reused_unread += outcome.unread
             # Unchanged rows are already in the prior ledgers: journal them only if they changed.
             self.emit(rows, journal=rows.internal_dropped > 0)
@@ -1014,8 +1141,11 @@ class _RunState:
             lines.append(line)
         rows.candidate_lines = lines
         # Trusted lines written back as they are keep the digest they were checked against.
-        digest = rows.lines_digest if rows.lines_digest and not remarked else rows_digest(
-            (line for line in lines if line is not None), self.ctx.derived_key)
+        digest = (
+            rows.lines_digest
+            if rows.lines_digest and not remarked
+            else rows_digest((line for line in lines if line is not None), self.ctx.derived_key)
+        )
         blob = marshal.dumps(stored.plain())  # type: ignore[arg-type]
         self._write(rows, digest, blob, duplicates, journal=journal)
 
@@ -1038,24 +1168,38 @@ class _RunState:
         self.batches += 1
         self.journalled = 0
         c = self.counts
-        ledger.write_private_text(self.request.layout.checkpoint, "\n".join([
-            "# Current task", "",
-            f"- Run ID: {self.run_id}",
-            "- Status: parsing",
-            f"- Current batch: {c.discovered} source records",
-            f"- Resume cursor: {self.last_key}",
-            f"- Persisted batches: {self.batches}",
-            f"- Processed: {c.processed}",
-            f"- Candidates: {c.candidates}",
-            f"- Rejected: {c.rejected}",
-            f"- Failed: {c.failed}",
-            "- Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
-            "",
-        ]))
+        ledger.write_private_text(
+            self.request.layout.checkpoint,
+            "\n".join(
+                [
+                    "# Current task",
+                    "",
+                    f"- Run ID: {self.run_id}",
+                    "- Status: parsing",
+                    f"- Current batch: {c.discovered} source records",
+                    f"- Resume cursor: {self.last_key}",
+                    f"- Persisted batches: {self.batches}",
+                    f"- Processed: {c.processed}",
+                    f"- Candidates: {c.candidates}",
+                    f"- Rejected: {c.rejected}",
+                    f"- Failed: {c.failed}",
+                    "- Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
+                    "",
+                ]
+            ),
+        )
 
 
-def _summary(run_id: str, started: datetime, finished: datetime, request: IngestRequest, c: Counts,
-             dedup: Deduplicator, prior: PriorState, derived_settings: dict[str, Any]) -> dict[str, Any]:
+def _summary(
+    run_id: str,
+    started: datetime,
+    finished: datetime,
+    request: IngestRequest,
+    c: Counts,
+    dedup: Deduplicator,
+    prior: PriorState,
+    derived_settings: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "started_at": _iso(started),
@@ -1087,20 +1231,33 @@ def _summary(run_id: str, started: datetime, finished: datetime, request: Ingest
 
 def _write_reports(request: IngestRequest, summary: dict[str, Any], redactor: Redactor) -> None:
     labels = [
-        ("Run ID", "run_id"), ("Started", "started_at"), ("Finished", "finished_at"),
-        ("Discovered records", "discovered"), ("Processed", "processed"), ("Unchanged", "unchanged"),
-        ("Skipped", "skipped"), ("Failed", "failed"), ("Candidates", "candidates"), ("Rejected", "rejected"),
-        ("Exact duplicates", "duplicates"), ("Duplicate code blocks", "duplicate_code_blocks"),
-        ("Duplicate error logs", "duplicate_error_logs"), ("Errors", "errors"),
-        ("Derived excluded", "derived_excluded"), ("Internal text filtered", "internal_filtered"),
-        ("Truncated sources", "truncated_sources"), ("Carried forward", "carried_forward"),
-        ("Pruned", "pruned"), ("Malformed prior rows", "malformed_prior_rows"),
+        ("Run ID", "run_id"),
+        ("Started", "started_at"),
+        ("Finished", "finished_at"),
+        ("Discovered records", "discovered"),
+        ("Processed", "processed"),
+        ("Unchanged", "unchanged"),
+        ("Skipped", "skipped"),
+        ("Failed", "failed"),
+        ("Candidates", "candidates"),
+        ("Rejected", "rejected"),
+        ("Exact duplicates", "duplicates"),
+        ("Duplicate code blocks", "duplicate_code_blocks"),
+        ("Duplicate error logs", "duplicate_error_logs"),
+        ("Errors", "errors"),
+        ("Derived excluded", "derived_excluded"),
+        ("Internal text filtered", "internal_filtered"),
+        ("Truncated sources", "truncated_sources"),
+        ("Carried forward", "carried_forward"),
+        ("Pruned", "pruned"),
+        ("Malformed prior rows", "malformed_prior_rows"),
         ("Redaction version", "redaction_version"),
     ]
     derived = summary["derived_filter"]
     derived_line = (
         f"enabled, threshold {derived.get('threshold')}, {derived.get('artifact_count', 0)} artifact(s)"
-        if derived.get("enabled") else "DISABLED"
+        if derived.get("enabled")
+        else "DISABLED"
     )
     lines = ["# KB ingest run summary", "", "- Status: parsed; synthesis pending", "- Dry run: no"]
     lines += [f"- {label}: {summary[key]}" for label, key in labels]
@@ -1108,19 +1265,27 @@ def _write_reports(request: IngestRequest, summary: dict[str, Any], redactor: Re
     text = redactor.redact("\n".join(lines)).text
     ledger.write_private_text(request.output_dir / ledger.SUMMARY_FILE, text)
     c = summary
-    ledger.write_private_text(request.layout.checkpoint, redactor.redact("\n".join([
-        "# Current task", "",
-        f"- Run ID: {c['run_id']}",
-        "- Status: parsing complete; synthesis pending",
-        f"- Discovered records: {c['discovered']}",
-        f"- Processed: {c['processed']}",
-        f"- Unchanged: {c['unchanged']}",
-        f"- Skipped: {c['skipped']}",
-        f"- Failed: {c['failed']}",
-        f"- Candidates: {c['candidates']}",
-        f"- Rejected: {c['rejected']}",
-        f"- Current batch: {c['discovered']}/{c['discovered']}",
-        "- Next action: review candidates and match existing knowledge",
-        "- Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
-        "",
-    ])).text)
+    ledger.write_private_text(
+        request.layout.checkpoint,
+        redactor.redact(
+            "\n".join(
+                [
+                    "# Current task",
+                    "",
+                    f"- Run ID: {c['run_id']}",
+                    "- Status: parsing complete; synthesis pending",
+                    f"- Discovered records: {c['discovered']}",
+                    f"- Processed: {c['processed']}",
+                    f"- Unchanged: {c['unchanged']}",
+                    f"- Skipped: {c['skipped']}",
+                    f"- Failed: {c['failed']}",
+                    f"- Candidates: {c['candidates']}",
+                    f"- Rejected: {c['rejected']}",
+                    f"- Current batch: {c['discovered']}/{c['discovered']}",
+                    "- Next action: review candidates and match existing knowledge",
+                    "- Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
+                    "",
+                ]
+            )
+        ).text,
+    )

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +81,12 @@ def raw_document(candidate: dict[str, Any], *, captured_at: datetime) -> str:
         ("sourceType", "session"),
         ("sourceUrl", json.dumps(f"kb-ingest:{candidate['candidate_id']}")),
         ("immutable", "true"),
-        ("description", json.dumps(
-            f"{candidate.get('tool', '')} session turn, promoted from the ingest ledger", ensure_ascii=False)),
+        (
+            "description",
+            json.dumps(
+                f"{candidate.get('tool', '')} session turn, promoted from the ingest ledger", ensure_ascii=False
+            ),
+        ),
     ]
     head = "".join(f"{name}: {value}\n" for name, value in fields)
     return f"---\n{head}---\n\n{fence}text\n{text}\n{fence}\n"
@@ -106,9 +110,12 @@ def promote(
     if not LOCALE_PATTERN.fullmatch(locale):
         raise KbError(f"invalid locale '{locale}'", "--locale")
     # The ledger text was redacted at ingest; redact again in case the ledger was edited by hand.
-    candidate = {**candidate, "text": redact(str(candidate.get("text", ""))),
-                 "user_goal": redact(str(candidate.get("user_goal", "")))}
-    data = raw_document(candidate, captured_at=now or datetime.now(timezone.utc)).encode("utf-8")
+    candidate = {
+        **candidate,
+        "text": redact(str(candidate.get("text", ""))),
+        "user_goal": redact(str(candidate.get("user_goal", ""))),
+    }
+    data = raw_document(candidate, captured_at=now or datetime.now(UTC)).encode("utf-8")
     path = layout.raw_root / locale / f"{slug}.md"
     rel = f"{locale}/{slug}.md"
     path.parent.mkdir(parents=True, exist_ok=True)

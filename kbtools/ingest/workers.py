@@ -61,8 +61,14 @@ class _Worker:
 class WorkerPool:
     """``jobs`` forked processes that run ``func(task)`` and send back its value."""
 
-    def __init__(self, jobs: int, func: Callable[[Any], Any], *, inherited: Sequence[int] = (),
-                 init: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        jobs: int,
+        func: Callable[[Any], Any],
+        *,
+        inherited: Sequence[int] = (),
+        init: Callable[[], None] | None = None,
+    ) -> None:
         self._func = func
         self.jobs = jobs
         self._inherited = tuple(inherited)
@@ -226,7 +232,9 @@ def _read_exact(worker: _Worker, size: int) -> bytes:
         if not chunk:
             status = _reap(worker.pid)
             how = f"signal {-status}" if status < 0 else f"exit {status}"
-            raise WorkerDied(f"an ingest worker process ended ({how}) with {int(worker.owed is not None)} task(s) unfinished")
+            raise WorkerDied(
+                f"an ingest worker process ended ({how}) with {int(worker.owed is not None)} task(s) unfinished"
+            )
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)

@@ -24,8 +24,17 @@ __all__ = ["Frontmatter", "FrontmatterError", "load_yaml_mapping", "parse_frontm
 _FENCE = "---"
 # YAML 1.2 core schema: the plain scalars that are not strings for our purposes.
 _PLAIN_CONSTANTS: dict[str, Any] = {
-    "": None, "~": None, "null": None, "Null": None, "NULL": None,
-    "true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False,
+    "": None,
+    "~": None,
+    "null": None,
+    "Null": None,
+    "NULL": None,
+    "true": True,
+    "True": True,
+    "TRUE": True,
+    "false": False,
+    "False": False,
+    "FALSE": False,
 }
 
 
@@ -105,7 +114,7 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
         line = text[pos:] if end < 0 else text[pos:end]
         if line.rstrip() == _FENCE:
             body_start = len(text) if end < 0 else end + 1
-            return text[first_end + 1:pos], text[body_start:], line_no + 1
+            return text[first_end + 1 : pos], text[body_start:], line_no + 1
         if end < 0:
             break
         pos = end + 1

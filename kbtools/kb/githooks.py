@@ -128,8 +128,7 @@ def _refuse_active_git_hooks(repo: Path) -> None:
     if not git_hooks.is_dir():
         return
     active = sorted(
-        p.name for p in git_hooks.iterdir()
-        if p.is_file() and not p.name.endswith(".sample") and os.access(p, os.X_OK)
+        p.name for p in git_hooks.iterdir() if p.is_file() and not p.name.endswith(".sample") and os.access(p, os.X_OK)
     )
     if not active:
         return
@@ -140,9 +139,7 @@ def _refuse_active_git_hooks(repo: Path) -> None:
             ".pre-commit-config.yaml (`pre-commit uninstall` first, or --force)",
             str(framework),
         )
-    raise KbError(
-        f"hooks in {git_hooks} would stop running: {', '.join(active)} (--force installs anyway)", str(repo)
-    )
+    raise KbError(f"hooks in {git_hooks} would stop running: {', '.join(active)} (--force installs anyway)", str(repo))
 
 
 def _norm(path: str) -> str:

@@ -66,15 +66,12 @@ class Layout:
             return DEFAULT_LOCALE
         head, _, tail = pattern.partition("{locale}")
         base = self._path(head)
-        found = sorted(
-            p.name for p in _subdirs(base) if (self._path(head + p.name + tail)).is_file()
-        )
+        found = sorted(p.name for p in _subdirs(base) if (self._path(head + p.name + tail)).is_file())
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
             raise ConfigError(
-                f"canonical locale is ambiguous: indexes exist for {', '.join(found)}; "
-                "set canonical_locale",
+                f"canonical locale is ambiguous: indexes exist for {', '.join(found)}; set canonical_locale",
                 str(self.config.source or self.root / ".kb.yaml"),
             )
         note_locales = sorted(p.name for p in _subdirs(self.note_root))

@@ -21,8 +21,17 @@ from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
 
 __all__ = [
-    "Manifest", "ManifestAppender", "ManifestEntry", "ManifestIssue", "append_manifest_line", "manifest_line", "parse_manifest",
-    "read_manifest", "sha256_bytes", "sha256_file", "unsafe_path_reason",
+    "Manifest",
+    "ManifestAppender",
+    "ManifestEntry",
+    "ManifestIssue",
+    "append_manifest_line",
+    "manifest_line",
+    "parse_manifest",
+    "read_manifest",
+    "sha256_bytes",
+    "sha256_file",
+    "unsafe_path_reason",
 ]
 
 _LINE = re.compile(r"([0-9a-f]{64})[ \t]+(\S.*)")

@@ -92,14 +92,19 @@ def add_raw(
     locale = locale or layout.canonical_locale
     if not LOCALE_PATTERN.fullmatch(locale):
         raise KbError(f"invalid locale '{locale}' (expected e.g. en, zh-cn)", "--locale")
-    captured_at = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).replace(microsecond=0)
+    captured_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(microsecond=0)
     taken = _existing_slugs(layout)
     manifest = ManifestAppender(layout)
     registered = manifest.registered
     planned: list[_Planned] = []
     for source in files:
         item = _plan_one(
-            layout, source, locale=locale, slug=slug, source_type=source_type, source_url=source_url,
+            layout,
+            source,
+            locale=locale,
+            slug=slug,
+            source_type=source_type,
+            source_url=source_url,
             captured_at=captured_at,
         )
         new = item.addition
@@ -108,11 +113,14 @@ def add_raw(
                 raise KbError("already in the raw layer and registered in the manifest", str(source))
             taken.pop(new.slug, None)  # the unregistered file being registered where it is
         if new.slug in taken:
-            raise KbError(f"raw slug '{new.slug}' already exists (raw files are never overwritten; "
-                          "pick another with --slug)", taken[new.slug])
+            raise KbError(
+                f"raw slug '{new.slug}' already exists (raw files are never overwritten; pick another with --slug)",
+                taken[new.slug],
+            )
         if new.rel in registered:
-            raise KbError(f"manifest already has a line for {new.rel}; a slug is never reused",
-                          layout.rel(layout.raw_manifest))
+            raise KbError(
+                f"manifest already has a line for {new.rel}; a slug is never reused", layout.rel(layout.raw_manifest)
+            )
         taken[new.slug] = str(source)
         planned.append(item)
     for item in planned:
@@ -130,8 +138,16 @@ def _existing_slugs(layout: Layout) -> dict[str, str]:
     return {f.slug: layout.rel(f.path) for f in scan_layer(layout.raw_root).files}
 
 
-def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, source_type: str | None,
-              source_url: str | None, captured_at: dt.datetime) -> _Planned:
+def _plan_one(
+    layout: Layout,
+    source: Path,
+    *,
+    locale: str,
+    slug: str | None,
+    source_type: str | None,
+    source_url: str | None,
+    captured_at: dt.datetime,
+) -> _Planned:
     if source.is_dir():
         raise KbError("is a folder; give the evidence files themselves", str(source))
     if not source.is_file():
@@ -145,8 +161,9 @@ def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, so
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise KbError(f"binary file refused: raw evidence is UTF-8 text (invalid byte at offset {exc.start})",
-                      str(source)) from None
+        raise KbError(
+            f"binary file refused: raw evidence is UTF-8 text (invalid byte at offset {exc.start})", str(source)
+        ) from None
     new_slug = slug if slug is not None else slug_from_filename(source.name)
     if not SLUG_PATTERN.fullmatch(new_slug):
         what = f"invalid slug '{new_slug}'" if slug is not None else "cannot derive a slug from the file name"
@@ -168,8 +185,7 @@ def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, so
         defaults["title"] = _first_heading(body.decode("utf-8")) or new_slug.replace("-", " ")
     for key, flag, value in (("sourceType", "--source-type", source_type), ("sourceUrl", "--source-url", source_url)):
         if value is not None and key in existing and existing[key] != value:
-            raise KbError(f"{flag} '{value}' conflicts with {key} '{existing[key]}' in the frontmatter",
-                          str(source))
+            raise KbError(f"{flag} '{value}' conflicts with {key} '{existing[key]}' in the frontmatter", str(source))
     if "immutable" in existing and existing["immutable"] is not True:
         raise KbError(f"immutable is '{existing['immutable']}'; raw evidence is immutable: true", str(source))
     missing = tuple(key for key in REQUIRED_FIELDS if key not in existing)
@@ -178,14 +194,26 @@ def _plan_one(layout: Layout, source: Path, *, locale: str, slug: str | None, so
     if head:
         out = head + added + b"---" + body  # body starts right after the opening fence's closing `---`
     else:
-        out = b"---" + newline.encode() + added + b"---" + newline.encode() + (
-            newline.encode() if body and not body.startswith((b"\n", b"\r\n")) else b""
-        ) + body
+        out = (
+            b"---"
+            + newline.encode()
+            + added
+            + b"---"
+            + newline.encode()
+            + (newline.encode() if body and not body.startswith((b"\n", b"\r\n")) else b"")
+            + body
+        )
     rel = f"{locale}/{new_slug}.md"
     path = layout.raw_root / locale / f"{new_slug}.md"
     addition = RawAddition(
-        source=source, slug=new_slug, path=path, rel=rel, sha256=sha256_bytes(out), wrapped=wrapped,
-        fields_added=missing, in_place=path.resolve() == source.resolve(),
+        source=source,
+        slug=new_slug,
+        path=path,
+        rel=rel,
+        sha256=sha256_bytes(out),
+        wrapped=wrapped,
+        fields_added=missing,
+        in_place=path.resolve() == source.resolve(),
     )
     return _Planned(addition, out)
 
@@ -205,7 +233,7 @@ def _split_frontmatter(text: str, source: Path) -> tuple[bytes, bytes, dict[str,
     except FrontmatterError as exc:
         raise KbError(f"frontmatter: {exc.reason}", str(source)) from None
     close = text.index("\n") + 1 + len(block)  # where the closing `---` line starts
-    return text[:close].encode(), text[close + 3:].encode(), fields
+    return text[:close].encode(), text[close + 3 :].encode(), fields
 
 
 def _first_heading(body: str) -> str | None:

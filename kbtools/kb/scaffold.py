@@ -143,8 +143,15 @@ def _local_hook(hook: HookDef, *, indent: str) -> list[str]:
     ]
 
 
-def plan(config: Config, *, locale: str, today: dt.date, local_hooks: bool,
-         hooks_repo: str = HOOKS_REPO_PLACEHOLDER, hooks_rev: str = HOOKS_REV_PLACEHOLDER) -> list[ScaffoldFile]:
+def plan(
+    config: Config,
+    *,
+    locale: str,
+    today: dt.date,
+    local_hooks: bool,
+    hooks_repo: str = HOOKS_REPO_PLACEHOLDER,
+    hooks_rev: str = HOOKS_REV_PLACEHOLDER,
+) -> list[ScaffoldFile]:
     """Every file `kb init` writes, in the order it reports them."""
     where = locale_paths(config.paths, locale)
     return [
@@ -156,8 +163,16 @@ def plan(config: Config, *, locale: str, today: dt.date, local_hooks: bool,
     ]
 
 
-def scaffold(config: Config, *, locale: str, today: dt.date, force: bool = False, local_hooks: bool = False,
-             hooks_repo: str = HOOKS_REPO_PLACEHOLDER, hooks_rev: str = HOOKS_REV_PLACEHOLDER) -> ScaffoldResult:
+def scaffold(
+    config: Config,
+    *,
+    locale: str,
+    today: dt.date,
+    force: bool = False,
+    local_hooks: bool = False,
+    hooks_repo: str = HOOKS_REPO_PLACEHOLDER,
+    hooks_rev: str = HOOKS_REV_PLACEHOLDER,
+) -> ScaffoldResult:
     """Write a new KB under ``config.root``.
 
     Existing files are never overwritten: without ``force`` any of them is a
@@ -167,8 +182,9 @@ def scaffold(config: Config, *, locale: str, today: dt.date, force: bool = False
     """
     root = config.root
     _check_locale(locale)
-    files = plan(config, locale=locale, today=today, local_hooks=local_hooks, hooks_repo=hooks_repo,
-                 hooks_rev=hooks_rev)
+    files = plan(
+        config, locale=locale, today=today, local_hooks=local_hooks, hooks_repo=hooks_repo, hooks_rev=hooks_rev
+    )
     existing = [f.rel for f in files if (root / f.rel).exists()]
     if existing and not force:
         raise KbError(
@@ -190,7 +206,10 @@ def scaffold(config: Config, *, locale: str, today: dt.date, force: bool = False
             fh.write(file.text)
         created.append(file.rel)
     return ScaffoldResult(
-        root=root, created=tuple(created), kept=tuple(existing), directories=directories,
+        root=root,
+        created=tuple(created),
+        kept=tuple(existing),
+        directories=directories,
         gitignore_updated=_ensure_gitignore(root / GITIGNORE),
     )
 

@@ -117,15 +117,27 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
     """Scan the KB and, when git is usable and a family needs it, load the mode's history."""
     canonical = layout.canonical_locale  # may raise ConfigError (ambiguous)
     ctx = LintContext(
-        layout=layout, mode=mode, raw=scan_layer(layout.raw_root),
-        notes=scan_layer(layout.note_root), canonical=canonical, repo=repo_state(layout.root),
+        layout=layout,
+        mode=mode,
+        raw=scan_layer(layout.raw_root),
+        notes=scan_layer(layout.note_root),
+        canonical=canonical,
+        repo=repo_state(layout.root),
     )
     if not ctx.repo.usable:
         return ctx  # every content check still runs; history checks are skipped with a notice
     if not (families & GIT_FAMILIES) and not mode.staged:
         return ctx
-    paths = _unique([ctx.raw_prefix, ctx.rel(layout.raw_manifest), ctx.note_prefix, ctx.rel(layout.index),
-                     ctx.rel(layout.log), CONFIG_FILE])
+    paths = _unique(
+        [
+            ctx.raw_prefix,
+            ctx.rel(layout.raw_manifest),
+            ctx.note_prefix,
+            ctx.rel(layout.index),
+            ctx.rel(layout.log),
+            CONFIG_FILE,
+        ]
+    )
     tracked = [ctx.rel(layout.raw_manifest), ctx.rel(layout.log), ctx.rel(layout.index)]
     ctx.history = load_history(layout.root, mode, ctx.repo, paths, tracked)
     if mode.staged and ctx.repo.head is not None:
@@ -147,9 +159,9 @@ def _staged_scope(ctx: LintContext) -> Scope | None:
         if f.status[0] == "D":
             continue
         if f.path.startswith(raw_prefix):
-            raw.add(f.path[len(raw_prefix):])
+            raw.add(f.path[len(raw_prefix) :])
         elif f.path.startswith(note_prefix):
-            notes.add(f.path[len(note_prefix):])
+            notes.add(f.path[len(note_prefix) :])
     return Scope(frozenset(raw), frozenset(notes))
 
 

@@ -50,8 +50,9 @@ def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str
     return lint_report(problems, len(ctx.raw.files), len(ctx.notes.files), notices)
 
 
-def lint_report(problems: Iterable[Problem], raw_count: int, note_count: int,
-                notices: tuple[str, ...] = ()) -> LintReport:
+def lint_report(
+    problems: Iterable[Problem], raw_count: int, note_count: int, notices: tuple[str, ...] = ()
+) -> LintReport:
     """A report of ``problems`` deduplicated and in report order (check number, path, line)."""
     return LintReport(tuple(sorted(set(problems), key=sort_key)), raw_count, note_count, notices)
 

@@ -65,17 +65,15 @@ def load_history(root: Path, mode: LintMode, state: RepoState, paths: list[str],
     """
     try:
         if mode.since is not None:
-            steps = [
-                Step(c.parent, c.commit, c.files, commit=c.commit)
-                for c in _commits(root, mode.since, paths)
-            ]
+            steps = [Step(c.parent, c.commit, c.files, commit=c.commit) for c in _commits(root, mode.since, paths)]
         else:
             files = diff_status(root, staged=mode.staged, base=state.head, paths=paths)
             steps = [Step(state.head, INDEX if mode.staged else WORK_TREE, tuple(files))]
         return History(tuple(_with_texts(root, steps, tracked)))
     except GitFailed as exc:
-        raise ConfigError(f"git failed: {exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else exc}",
-                          str(root)) from None
+        raise ConfigError(
+            f"git failed: {exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else exc}", str(root)
+        ) from None
 
 
 def _commits(root: Path, since: str, paths: list[str]) -> list[CommitChange]:
@@ -108,4 +106,3 @@ def _with_texts(root: Path, steps: list[Step], tracked: list[str]) -> list[Step]
             data = blobs.get(spec)
         steps[i].texts[(side, rel)] = data
     return steps
-

@@ -66,7 +66,7 @@ def index_members(text: str, ctx: LintContext) -> IndexMembers:
         resolved = os.path.normpath(index_dir / target.split("#", 1)[0])
         for base, bucket in ((note_dir, notes), (raw_dir, raw)):
             if resolved.startswith(base + os.sep):
-                rel = Path(resolved[len(base) + 1:]).as_posix()
+                rel = Path(resolved[len(base) + 1 :]).as_posix()
                 bucket.add(rel[:-3] if bucket is notes and rel.endswith(".md") else rel)
     backticked = {m.group(1).strip() for m in _BACKTICKED.finditer(text)}
     return IndexMembers(frozenset(notes), frozenset(raw), frozenset(backticked))
@@ -101,8 +101,9 @@ def _check_index(ctx: LintContext) -> list[Problem]:
         if isinstance(doc, FrontmatterError):
             continue  # reported by the notes checks
         if str(doc.fields.get("status")) in LISTED_STATUSES:
-            problems.append(Problem("index-membership",
-                                    f"active/provisional wiki page missing from index: {note.rel}", index_rel))
+            problems.append(
+                Problem("index-membership", f"active/provisional wiki page missing from index: {note.rel}", index_rel)
+            )
     for raw in ctx.raw.files:
         if not members.lists_raw(raw.rel, raw.slug, raw.locale):
             problems.append(Problem("index-membership", f"raw source missing from index: {raw.slug}", index_rel))
@@ -187,6 +188,11 @@ def _check_log(ctx: LintContext) -> list[Problem]:
             heading_of = {e.text: e.heading for e in before}
             changed = append_only_violations([e.text for e in before], [e.text for e in log_entries(new)])
             for entry_text in changed:
-                problems.append(Problem("log-entries", f"{name} history rewritten: {heading_of[entry_text]}"
-                                        f"{ctx.step_label(step)}", log_rel))
+                problems.append(
+                    Problem(
+                        "log-entries",
+                        f"{name} history rewritten: {heading_of[entry_text]}{ctx.step_label(step)}",
+                        log_rel,
+                    )
+                )
     return problems

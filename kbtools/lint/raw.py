@@ -31,8 +31,12 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         named: set[str] = set()
     else:
         for issue in manifest.issues:
-            yield Problem("raw-manifest-entry", f"invalid raw manifest entry: {issue.line} ({issue.reason})",
-                          manifest_rel, issue.line_no)
+            yield Problem(
+                "raw-manifest-entry",
+                f"invalid raw manifest entry: {issue.line} ({issue.reason})",
+                manifest_rel,
+                issue.line_no,
+            )
         registered = manifest.sha_by_rel()
         named = manifest.named_rels()
 
@@ -64,8 +68,9 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         try:
             data = read_regular(f.abspath)
         except OSError as exc:
-            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})",
-                          raw_prefix + f.rel)
+            yield Problem(
+                "raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})", raw_prefix + f.rel
+            )
             continue
         if check_hash and sha256_bytes(data) != registered[f.rel]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", raw_prefix + f.rel)
@@ -106,8 +111,9 @@ def _unstaged_registrations(ctx: LintContext, new: set[str] | None) -> Iterator[
     in_index = indexed_files(ctx.layout.root, [raw_prefix + rel for rel in present])
     for rel in present:
         if raw_prefix + rel not in in_index:
-            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel} (not staged)",
-                          raw_prefix + rel)
+            yield Problem(
+                "raw-missing-file", f"manifest points to missing raw file: {rel} (not staged)", raw_prefix + rel
+            )
 
 
 def _hash_scope(ctx: LintContext, registered: dict[str, str], new: set[str] | None) -> set[str]:
@@ -153,8 +159,9 @@ def _history(ctx: LintContext) -> list[Problem]:
                 touches_raw = f.path.startswith(raw_prefix) or (f.old_path or "").startswith(raw_prefix)
                 changed = touches_raw and f.status[0] in "MDRCT"
             if changed:
-                problems.append(Problem("raw-snapshot-changed",
-                                        f"raw snapshot changed or deleted: {f.describe()}{label}", f.path))
+                problems.append(
+                    Problem("raw-snapshot-changed", f"raw snapshot changed or deleted: {f.describe()}{label}", f.path)
+                )
         status = step.status_of(manifest_rel)
         if status is None or status.status[0] != "M":
             continue

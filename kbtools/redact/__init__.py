@@ -19,8 +19,17 @@ from kbtools.redact.engine import ALLOW_PRAGMA, Redacted, Redactor, SecretHit
 from kbtools.redact.rules import PLACEHOLDERS, REDACTION_VERSION, RULES, Rule
 
 __all__ = [
-    "ALLOW_PRAGMA", "PLACEHOLDERS", "REDACTION_VERSION", "RULES", "Redacted", "Redactor", "Rule", "SecretHit",
-    "default_redactor", "find_secrets", "redact",
+    "ALLOW_PRAGMA",
+    "PLACEHOLDERS",
+    "REDACTION_VERSION",
+    "RULES",
+    "Redacted",
+    "Redactor",
+    "Rule",
+    "SecretHit",
+    "default_redactor",
+    "find_secrets",
+    "redact",
 ]
 
 

@@ -8,14 +8,13 @@ the text itself (people's names, private domains).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import ipaddress
 import math
 import re
 import string
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import NamedTuple
 
 from kbtools.config import RedactionConfig
 
@@ -29,11 +28,11 @@ class Candidate(NamedTuple):
 
     @property
     def value(self) -> str:
-        return self.match.string[self.start:self.end]
+        return self.match.string[self.start : self.end]
 
     @property
     def following(self) -> str:
-        return self.match.string[self.end:self.end + 1]
+        return self.match.string[self.end : self.end + 1]
 
     def group(self, name: str) -> str:
         return self.match.group(name) or ""
@@ -43,10 +42,36 @@ class Candidate(NamedTuple):
 # Value checks.
 
 _REFERENCE_PREFIXES = (
-    "$", "%", "{{", "<", "os.environ", "os.getenv", "process.env", "import.meta.env", "env[", "env.",
-    "getenv", "system.getenv", "deno.env", "secrets.", "vars.", "inputs.", "self.", "this.", "cls.",
-    "config.", "cfg.", "settings.", "args.", "opts.", "options.", "ctx.", "props.", "params.",
-    "request.", "req.",
+    "$",
+    "%",
+    "{{",
+    "<",
+    "os.environ",
+    "os.getenv",
+    "process.env",
+    "import.meta.env",
+    "env[",
+    "env.",
+    "getenv",
+    "system.getenv",
+    "deno.env",
+    "secrets.",
+    "vars.",
+    "inputs.",
+    "self.",
+    "this.",
+    "cls.",
+    "config.",
+    "cfg.",
+    "settings.",
+    "args.",
+    "opts.",
+    "options.",
+    "ctx.",
+    "props.",
+    "params.",
+    "request.",
+    "req.",
 )
 _NOT_A_VALUE = frozenset(
     """true false null none nil undefined str string bytes int bool any optional required redacted
@@ -76,7 +101,7 @@ def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
     if not stripped or stripped.lower() in _NOT_A_VALUE or _MASKED.fullmatch(stripped):
         return False
     if "v_bare" in hit.match.re.groupindex and hit.match.start("v_bare") == hit.start:
-        if stripped.lower() in _STRING_PREFIXES and hit.following in ("\"", "'"):  # `f"…"`: the string is next
+        if stripped.lower() in _STRING_PREFIXES and hit.following in ('"', "'"):  # `f"…"`: the string is next
             return False
         name = hit.group("name").lower()
         if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
@@ -92,9 +117,9 @@ _TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
 def _is_type_annotation(hit: Candidate, value: str) -> bool:
     """`token: CachedLedger,` / `(token: Token)` / `token: Token = None`: a parameter's type."""
     text = hit.match.string
-    if not _TYPE_NAME.fullmatch(value) or ":" not in text[hit.match.end("name"):hit.start]:
+    if not _TYPE_NAME.fullmatch(value) or ":" not in text[hit.match.end("name") : hit.start]:
         return False
-    rest = text[hit.end:hit.end + 8].lstrip(" ")
+    rest = text[hit.end : hit.end + 8].lstrip(" ")
     return rest[:1] in (",", ")", ";", "|", ">", "]", "=")
 
 
@@ -139,8 +164,12 @@ def _path_like(value: str, config: RedactionConfig) -> bool:
     of that length always has some)."""
     if not value.startswith("/"):
         return False
-    return (value.startswith(config.public_path_prefixes) or value.startswith(_PATH_ROOTS)
-            or "." in value or not any(c.isupper() for c in value))
+    return (
+        value.startswith(config.public_path_prefixes)
+        or value.startswith(_PATH_ROOTS)
+        or "." in value
+        or not any(c.isupper() for c in value)
+    )
 
 
 def _has_mixed_classes(value: str) -> bool:
@@ -236,7 +265,7 @@ _PRIVATE_V4 = ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "
 _PRIVATE_V6 = ("::1/128", "fc00::/7", "fe80::/10")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _networks(names: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     return tuple(ipaddress.ip_network(n) for n in names)
 
@@ -254,7 +283,7 @@ def _ipv4_candidates(text: str) -> Iterator[tuple[int, int, ipaddress.IPv4Addres
         if not 1 <= lead <= 3 or not _token_start(text, start):
             continue
         try:
-            yield start, match.end(), ipaddress.IPv4Address(text[start:match.end()])
+            yield start, match.end(), ipaddress.IPv4Address(text[start : match.end()])
         except ValueError:
             continue
 
@@ -316,7 +345,7 @@ def find_public_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, 
 
 def _version_suffix(text: str, end: int) -> bool:
     """``1.2.3.4rc1``, ``1.2.3.4-beta``, ``1.2.3.4+build``: a four-part version, not an address."""
-    follow = text[end:end + 2]
+    follow = text[end : end + 2]
     return bool(follow) and (follow[0].isalpha() or (follow[0] in "-+" and follow[1:2].isalpha()))
 
 

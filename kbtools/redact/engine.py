@@ -121,7 +121,7 @@ class Redactor:
         pos = 0
         for span in spans:
             placeholder = self.rules[span.rule].placeholder
-            out.append(text[pos:span.start])
+            out.append(text[pos : span.start])
             out.append(f"{span.quote}{placeholder}{span.quote}")
             if placeholder not in labels:
                 labels.append(placeholder)

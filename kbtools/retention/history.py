@@ -104,8 +104,12 @@ class BlobReader:
         env = git_env()
         try:
             self._proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, env=env,
+                ["git", "cat-file", "--batch"],
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
             )
         except OSError as exc:
             raise KbError("git is not available", str(exc)) from None
@@ -197,8 +201,7 @@ def staged_changes(layout: Layout) -> list[NoteChange]:
         names = git(["ls-files", "-z", "--", pathspec], layout.root)
         return [NoteChange("A", None, p, None, None) for p in names.split("\0") if p.endswith(NOTE_SUFFIXES)]
     out = git(
-        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "HEAD",
-         "--", pathspec],
+        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "HEAD", "--", pathspec],
         layout.root,
     )
     return [c for c in parse_raw_diff(out) if _is_note(c)]
@@ -237,13 +240,26 @@ def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
         return
     try:
         out = git(
-            ["log", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "--diff-filter=MRT",
-             "--format=%x01%H", rev_range, "--", _note_pathspec(layout)],
+            [
+                "log",
+                "--raw",
+                "-z",
+                "--no-abbrev",
+                "-M",
+                "--no-ext-diff",
+                "--relative",
+                "--diff-filter=MRT",
+                "--format=%x01%H",
+                rev_range,
+                "--",
+                _note_pathspec(layout),
+            ],
             layout.root,
         )
     except GitFailed as exc:
-        raise KbError(f"cannot read history: {exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else exc}",
-                      rev_range) from None
+        raise KbError(
+            f"cannot read history: {exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else exc}", rev_range
+        ) from None
     for change in parse_raw_diff(out):
         if _is_note(change):
             yield change
@@ -273,8 +289,13 @@ def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport
             )
             histogram[len(lost)] += 1
             if lost:
-                lossy.append(Rewrite(
-                    commit=change.commit or "", path=change.path, old_path=change.old_path or change.path, lost=lost,
-                ))
+                lossy.append(
+                    Rewrite(
+                        commit=change.commit or "",
+                        path=change.path,
+                        old_path=change.old_path or change.path,
+                        lost=lost,
+                    )
+                )
     lossy.sort(key=lambda r: -len(r.lost))
     return ProbeReport(rev_range, sum(histogram.values()), dict(sorted(histogram.items())), tuple(lossy))

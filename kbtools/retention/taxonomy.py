@@ -168,7 +168,8 @@ REGISTRY_PLACEHOLDER = "{registry}"
 
 CLASSES: tuple[IdentifierClass, ...] = (
     IdentifierClass(
-        "url", "http(s), ftp, ssh, git and file URLs",
+        "url",
+        "http(s), ftp, ssh, git and file URLs",
         r"\b(?:https?|ftp|ssh|git|file)://[^\s<>\"'`\\]+",
         _url,
         true_samples=(
@@ -180,7 +181,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("https:// alone", "a plain example dot com", "mailto:someone"),
     ),
     IdentifierClass(
-        "windows_path", "drive and UNC paths",
+        "windows_path",
+        "drive and UNC paths",
         r"(?<![\w\\])(?:[A-Za-z]:[\\/][\w\\/.\-$~+@]*|\\\\[\w.\-$]+(?:\\[\w.\-$]+)+)",
         _path,
         true_samples=(
@@ -191,7 +193,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=(r"the C:\ drive", "ratio 3:2", "note: see"),
     ),
     IdentifierClass(
-        "env_path", "paths rooted in an environment variable",
+        "env_path",
+        "paths rooted in an environment variable",
         r"(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%)(?:[/\\]" + _SEG + r")+[/\\]?",
         _path,
         true_samples=(
@@ -202,7 +205,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("costs $5/month", "$HOME alone"),
     ),
     IdentifierClass(
-        "posix_path", "absolute, home and dot-relative paths",
+        "posix_path",
+        "absolute, home and dot-relative paths",
         # Absolute paths need two segments (`/tmp` alone is too often prose) and a
         # first segment that is not a number ("10/20/30"). Nothing word-like may
         # precede the slash (so "and/or" and base64 are not paths), except a port:
@@ -218,12 +222,20 @@ CLASSES: tuple[IdentifierClass, ...] = (
             ("the site link /note/kb-lint/", "/note/kb-lint"),
         ),
         false_samples=(
-            "and/or", "TCP/IP", "km/h", "10/20/30", "a / b", "/tmp alone", "Claude/Fable/Opus", "x+/No6+WQ/tV",
+            "and/or",
+            "TCP/IP",
+            "km/h",
+            "10/20/30",
+            "a / b",
+            "/tmp alone",
+            "Claude/Fable/Opus",
+            "x+/No6+WQ/tV",
             "1x2/PYy/Bd",
         ),
     ),
     IdentifierClass(
-        "relative_path", "relative paths ending in a file name with an extension, or in a slash",
+        "relative_path",
+        "relative paths ending in a file name with an extension, or in a slash",
         r"(?<![\w.\-/~\\$%@:])" + _SEG + r"(?:/" + _SEG + r")*"
         r"(?:/[\w@+\-]+(?:\.[\w@+\-]+)*\.[A-Za-z][A-Za-z0-9]{0,9}(?![\w\-])|/(?![\w\-]))",
         _path,
@@ -235,7 +247,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("and/or", "input/output", "client/server model", "A/B test"),
     ),
     IdentifierClass(
-        "uuid", "UUIDs, any case (compared lower-case)",
+        "uuid",
+        "UUIDs, any case (compared lower-case)",
         r"(?<![\w\-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w\-])",
         _lower,
         true_samples=(
@@ -245,7 +258,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("550e8400-e29b-41d4-a716", "phone 1234-5678"),
     ),
     IdentifierClass(
-        "date", "ISO dates, also the date of a datetime",
+        "date",
+        "ISO dates, also the date of a datetime",
         r"(?<![\w\-])\d{4}-\d{2}-\d{2}(?=T\d|[^\w\-]|$)(?!\.\w)",
         _date,
         true_samples=(
@@ -256,7 +270,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("2026-13-45", "20260727", "ISBN 1234-56-78901", "12-07-2026"),
     ),
     IdentifierClass(
-        "host_port", "host:port (with its host) and port/tcp|udp",
+        "host_port",
+        "host:port (with its host) and port/tcp|udp",
         r"(?<![\w.\-@/])(?:"
         r"(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][\w\-]*(?:\.[A-Za-z0-9][\w\-]*)+)"
         r":\d{2,5}"
@@ -272,12 +287,17 @@ CLASSES: tuple[IdentifierClass, ...] = (
             ("expose 8080/tcp", "8080/tcp"),
         ),
         false_samples=(
-            "at 10:30 today", "2026-07-27T10:00:00Z", "ratio 16:9", "retries:10", "gate.py:120",
+            "at 10:30 today",
+            "2026-07-27T10:00:00Z",
+            "ratio 16:9",
+            "retries:10",
+            "gate.py:120",
             "example.com:99999",
         ),
     ),
     IdentifierClass(
-        "version", "versions: v1.2, v1.2.3, 2.14.1, with pre-release or build suffix",
+        "version",
+        "versions: v1.2, v1.2.3, 2.14.1, with pre-release or build suffix",
         r"(?<![\w.\-])(?:[vV]\d+(?:\.\d+){1,3}|\d+\.\d+\.\d+)(?:[-+][0-9A-Za-z][0-9A-Za-z.\-]*)?(?![\w]|\.\d)",
         _version,
         true_samples=(
@@ -289,7 +309,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("pi is 3.14", "10.0.0.1", "1.5x faster", "section 4.2"),
     ),
     IdentifierClass(
-        "registry_id", "registry-style ids with a configured prefix (RetentionConfig.registry_prefixes)",
+        "registry_id",
+        "registry-style ids with a configured prefix (RetentionConfig.registry_prefixes)",
         r"(?<![\w\-])(?:" + REGISTRY_PLACEHOLDER + r")[ \-]?\d[\w\-]*" + _END,
         _registry_id,
         true_samples=(
@@ -302,7 +323,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("RFC alone", "XCVE-1", "pep 8"),
     ),
     IdentifierClass(
-        "env_var", "environment variables: NAME_WITH_UNDERSCORE, $NAME, ${NAME}, %NAME%",
+        "env_var",
+        "environment variables: NAME_WITH_UNDERSCORE, $NAME, ${NAME}, %NAME%",
         r"\$\{[A-Za-z_]\w*\}|\$[A-Z_][A-Z0-9_]*\b|%[A-Za-z_]\w*%"
         r"|(?<![\w$\-.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+" + _END,
         _env_var,
@@ -316,7 +338,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("NOTE", "costs $5", "snake_case_name", "README_FIRST.md"),
     ),
     IdentifierClass(
-        "hex_id", "hex ids and commit shas, 7–64 digits, any case (compared lower-case)",
+        "hex_id",
+        "hex ids and commit shas, 7–64 digits, any case (compared lower-case)",
         r"(?<![\w\-])[0-9A-Fa-f]{7,64}" + _END,
         _hex_id,
         true_samples=(
@@ -328,7 +351,8 @@ CLASSES: tuple[IdentifierClass, ...] = (
         false_samples=("defaced effaced", "a facade", "the last decade", "1234567", "12345678901"),
     ),
     IdentifierClass(
-        "file_name", "file names with any extension",
+        "file_name",
+        "file names with any extension",
         r"(?<![\w.\-/\\~$%@])[\w\-]+(?:\.[\w\-]+)*\.(?:[a-z][a-z0-9]{0,9}|[A-Z][A-Z0-9]{0,9})(?![\w\-])",
         _file_name,
         true_samples=(

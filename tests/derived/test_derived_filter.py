@@ -112,8 +112,10 @@ def test_derived_filter_a5_exclusion_names_the_artifact(kb: Path) -> None:
     derived = load(kb)
     found = derived.match(records(INFRA, "quoted inside a longer message")[0])
     assert found == DerivedMatch(
-        name="infra-root-causes", path=INFRA.path,
-        sha256=read_sha256(kb / INFRA.path), overlap=1.0,
+        name="infra-root-causes",
+        path=INFRA.path,
+        sha256=read_sha256(kb / INFRA.path),
+        overlap=1.0,
     )
 
 
@@ -171,7 +173,10 @@ def test_derived_filter_a7_threshold_flag_in_verify(kb: Path) -> None:
     assert run_kb("verify", "--root", str(kb), "--threshold", "0.2").code == 1
     out_of_range = run_kb("verify", "--root", str(kb), "--threshold", "1.5")
     assert out_of_range.code == 2
-    assert out_of_range.err == "kb: error: Invalid value for --threshold: must be between 0 and 1, got 1.5 (kb verify --help)\n"
+    assert (
+        out_of_range.err
+        == "kb: error: Invalid value for --threshold: must be between 0 and 1, got 1.5 (kb verify --help)\n"
+    )
     write(manifest(kb), "{not a row\n")
     broken_manifest = run_kb("verify", "--root", str(kb))
     assert broken_manifest.code == 2 and ".manifest.jsonl:1" in broken_manifest.err
@@ -210,8 +215,12 @@ def test_derived_filter_grade_behaviour_at_default_threshold(kb: Path, grade: st
 
 def test_derived_filter_quote_inside_own_paragraphs_excluded(kb: Path) -> None:
     derived = load(kb)
-    own_words = [records(WAL, "partial quote")[0], records(INFRA, "independent discussion")[0],
-                 records(INFRA, "unrelated")[1], records(WAL, "unrelated")[0]]
+    own_words = [
+        records(WAL, "partial quote")[0],
+        records(INFRA, "independent discussion")[0],
+        records(INFRA, "unrelated")[1],
+        records(WAL, "unrelated")[0],
+    ]
     quote = "\n".join("    " + line for line in records(WAL, "verbatim")[0].splitlines())
     record = "\n\n".join(own_words[:2] + [quote] + own_words[2:])
     assert len(record) > 2 * len(quote)  # mostly the writer's own words
@@ -232,7 +241,9 @@ def test_derived_filter_older_recorded_version_quote_excluded(kb: Path) -> None:
     assert run_kb("artifacts", "record", str(page), "--root", str(kb)).code == 0
     page.write_text(WAL.text, encoding="utf-8")  # the page is rewritten; v1 lives only in the manifest
     old_body = page_body(WAL_PAGE_V1)
-    quote = "Found this in an old note, is it still right?\n\n" + "\n".join("  " + l for l in old_body.splitlines())
+    quote = "Found this in an old note, is it still right?\n\n" + "\n".join(
+        "  " + line for line in old_body.splitlines()
+    )
     found = load(kb).match(quote)
     assert found is not None and found.path == WAL.path and found.sha256 == read_manifest(manifest(kb))[0].sha256
 
@@ -310,12 +321,20 @@ def test_derived_filter_boilerplate_shared_by_many_pages_is_not_evidence_of_quot
     from kbtools.derived.index import STOP_PATHS
 
     kb = tmp_path / "kb"
-    footer = ("If this page is out of date, open an issue in the tracker and tag the owning team so that "
-              "somebody reviews it within the week.")
-    topics = [records(a, g)[i] for a in (INFRA, WAL) for g in ("independent discussion", "unrelated", "partial quote")
-              for i in range(len(records(a, g)))]
-    pages = [f"Page {i} about topic {i}. {topics[i % len(topics)]} Variant number {i} of this text.\n\n{footer}\n"
-             for i in range(STOP_PATHS + 4)]
+    footer = (
+        "If this page is out of date, open an issue in the tracker and tag the owning team so that "
+        "somebody reviews it within the week."
+    )
+    topics = [
+        records(a, g)[i]
+        for a in (INFRA, WAL)
+        for g in ("independent discussion", "unrelated", "partial quote")
+        for i in range(len(records(a, g)))
+    ]
+    pages = [
+        f"Page {i} about topic {i}. {topics[i % len(topics)]} Variant number {i} of this text.\n\n{footer}\n"
+        for i in range(STOP_PATHS + 4)
+    ]
     for i, page in enumerate(pages):
         write(kb / NOTE / f"en/page-{i:02d}.md", "---\nkind: concept\n---\n" + page)
     reply = f"Thanks for the review!\n\n{footer}"  # mostly the footer
@@ -359,7 +378,10 @@ def test_derived_filter_index_cache_reused_only_while_artifacts_are_unchanged(kb
     (cache / "derived-index.marshal").write_bytes(b"\x00garbage")
     damaged = DerivedFilter.load(layout, threshold=0.8, cache_dir=cache)
     assert damaged.settings["index_cache"] == "stored" and damaged.match(records(WAL, "verbatim")[0]) is not None
-    assert DerivedFilter.load(layout, threshold=0.8, cache_dir=tmp_path / "missing").settings["index_cache"] == "not stored"
+    assert (
+        DerivedFilter.load(layout, threshold=0.8, cache_dir=tmp_path / "missing").settings["index_cache"]
+        == "not stored"
+    )
 
 
 def _unbounded_match(derived: DerivedFilter, text: str, threshold: float) -> DerivedMatch | None:
@@ -382,9 +404,9 @@ def test_derived_filter_early_exit_excludes_the_same_records_with_the_same_overl
         words = strip_frontmatter(artifact.text).split()
         for _ in range(40):
             start = rng.randrange(len(words))
-            quote = words[start:start + rng.randint(5, len(words))]
+            quote = words[start : start + rng.randint(5, len(words))]
             pad = rng.sample(filler, rng.randint(0, 120))
-            texts.append(" ".join(pad[: len(pad) // 2] + quote + pad[len(pad) // 2:]))
+            texts.append(" ".join(pad[: len(pad) // 2] + quote + pad[len(pad) // 2 :]))
     for threshold in (0.0, 0.3, 0.5, 0.8, 0.9, 1.0):
         derived = load(kb, threshold)
         matched = [derived.match(text) for text in texts]

@@ -16,13 +16,19 @@ ARTIFACT_MANIFEST = "src/content/note/.manifest.jsonl"
 
 
 def _run(command: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=300)
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    return subprocess.run(
+        command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300
+    )
 
 
-def test_derived_filter_hook_records_a_new_page_and_asks_for_the_manifest(tmp_path: Path, pre_commit_home: Path) -> None:
+def test_derived_filter_hook_records_a_new_page_and_asks_for_the_manifest(
+    tmp_path: Path, pre_commit_home: Path
+) -> None:
     kb = make_kb(tmp_path / "kb", locale="en")
     (kb.root / ".pre-commit-config.yaml").unlink(missing_ok=True)
     assert run_kb("init", str(kb.root), "--local-hooks", "--force").code == 0

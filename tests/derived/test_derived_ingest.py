@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+
 from tests.derived.grades import INFRA, WAL, WAL_PAGE_V1, page_body
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, env  # noqa: F401 - env is a fixture
 from tests.testing.cli import run_kb
@@ -24,11 +25,18 @@ def candidate_texts(env: IngestEnv) -> str:
 
 def test_derived_filter_a1_a2_a3_end_to_end(env: IngestEnv) -> None:
     install_artifacts(env)
-    write_omp_session(env.omp, [
-        user(TECH_PROMPT), assistant(INFRA.records["verbatim"][0]),
-        user(WAL.records["quoted inside a longer message"][0]), assistant(TECH_ANSWER),
-        user(MENTION), assistant(TECH_ANSWER),
-    ], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [
+            user(TECH_PROMPT),
+            assistant(INFRA.records["verbatim"][0]),
+            user(WAL.records["quoted inside a longer message"][0]),
+            assistant(TECH_ANSWER),
+            user(MENTION),
+            assistant(TECH_ANSWER),
+        ],
+        session_id="s1",
+    )
     summary, _ = env.run()
     assert summary["derived_excluded"] == 2
     texts = candidate_texts(env)
@@ -40,12 +48,16 @@ def test_derived_filter_a1_a2_a3_end_to_end(env: IngestEnv) -> None:
 
 def test_derived_filter_a5_exclusion_logged_end_to_end(env: IngestEnv) -> None:
     install_artifacts(env)
-    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(INFRA.records["reformatted"][0]),
-                                user(MENTION), assistant(TECH_ANSWER)], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [user(TECH_PROMPT), assistant(INFRA.records["reformatted"][0]), user(MENTION), assistant(TECH_ANSWER)],
+        session_id="s1",
+    )
     env.run()
     (event,) = env.rows("events", event="derived_excluded")
     assert event["artifact"] == {
-        "name": "infra-root-causes", "path": INFRA.path,
+        "name": "infra-root-causes",
+        "path": INFRA.path,
         "sha256": hashlib.sha256(INFRA.text.encode()).hexdigest(),
     }
     assert event["overlap"] > event["threshold"] == 0.8
@@ -55,8 +67,11 @@ def test_derived_filter_a5_exclusion_logged_end_to_end(env: IngestEnv) -> None:
 
 def test_derived_filter_a6_verify_catches_a_leak_end_to_end(env: IngestEnv) -> None:
     install_artifacts(env)
-    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(INFRA.records["reformatted"][0]),
-                                user(MENTION), assistant(TECH_ANSWER)], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [user(TECH_PROMPT), assistant(INFRA.records["reformatted"][0]), user(MENTION), assistant(TECH_ANSWER)],
+        session_id="s1",
+    )
     leaky, _ = env.run("--no-derived-filter")
     assert leaky["derived_excluded"] == 0
     leaked_ids = [c["candidate_id"] for c in env.rows("candidates") if "Freeze the state" in c["text"]]
@@ -102,8 +117,9 @@ def test_derived_filter_recorded_old_version_excluded_end_to_end(env: IngestEnv)
     assert run_kb("artifacts", "record", str(env.root / WAL.path), "--root", str(env.root)).code == 0
     write(env.root / WAL.path, WAL.text)
     old_body = page_body(WAL_PAGE_V1)
-    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(old_body), user(MENTION), assistant(TECH_ANSWER)],
-                      session_id="s1")
+    write_omp_session(
+        env.omp, [user(TECH_PROMPT), assistant(old_body), user(MENTION), assistant(TECH_ANSWER)], session_id="s1"
+    )
     summary, _ = env.run()
     assert summary["derived_excluded"] == 1
     (event,) = env.rows("events", event="derived_excluded")
@@ -116,14 +132,22 @@ def _earlier_format_row(path: str, text: str, *, with_body: bool) -> str:
     from kbtools.derived.shingles import body_hash, shingle_hashes
 
     words = tokens(strip_frontmatter(text))
-    row: dict[str, object] = {"name": path.rsplit("/", 1)[-1][:-3], "path": path,
-                              "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    row: dict[str, object] = {
+        "name": path.rsplit("/", 1)[-1][:-3],
+        "path": path,
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
     if with_body:
         row.update(body_hash=body_hash(words), words=len(words))
     row.update(
         shingles=sorted(f"{h & (2**64 - 1):016x}" for h in set(shingle_hashes(words))),
-        shingle_params={"n": 5, "unit": "word", "normaliser": "kb-words-1", "normaliser_hash": "1627b1f835219618",
-                        "hash": "xxh-lanes64(blake3-61 word ids)"},
+        shingle_params={
+            "n": 5,
+            "unit": "word",
+            "normaliser": "kb-words-1",
+            "normaliser_hash": "1627b1f835219618",
+            "hash": "xxh-lanes64(blake3-61 word ids)",
+        },
         emitted_at="2026-11-01T00:00:00Z",
     )
     return json.dumps(row, separators=(",", ":")) + "\n"
@@ -133,11 +157,16 @@ def test_derived_filter_earlier_manifest_format_is_reshingled_or_skipped_never_b
     """Rows of an earlier manifest format: re-shingled from the file at that sha256, else one warning each."""
     install_artifacts(env)  # INFRA and WAL (current version) in the working tree
     manifest = env.root / "src/content/note/.manifest.jsonl"
-    history = (_earlier_format_row(INFRA.path, INFRA.text, with_body=False)  # file still at this sha256
-               + _earlier_format_row(WAL.path, WAL_PAGE_V1, with_body=True))  # file has moved on
+    history = (
+        _earlier_format_row(INFRA.path, INFRA.text, with_body=False)  # file still at this sha256
+        + _earlier_format_row(WAL.path, WAL_PAGE_V1, with_body=True)
+    )  # file has moved on
     manifest.write_text(history)
-    write_omp_session(env.omp, [user(TECH_PROMPT), assistant(INFRA.records["verbatim"][0]),
-                                user(MENTION), assistant(TECH_ANSWER)], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [user(TECH_PROMPT), assistant(INFRA.records["verbatim"][0]), user(MENTION), assistant(TECH_ANSWER)],
+        session_id="s1",
+    )
 
     summary, result = env.run()
     assert summary["derived_excluded"] == 1

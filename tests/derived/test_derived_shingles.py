@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from kbtools.derived.normalise import strip_frontmatter, tokens
 from kbtools.derived.shingles import (
-    BUILTIN_HASH, pack, reference_shingle_hash, shingle_hashes, unpack, word_ids,
+    BUILTIN_HASH,
+    pack,
+    reference_shingle_hash,
+    shingle_hashes,
+    unpack,
+    word_ids,
 )
 
 IDS = st.integers(min_value=0, max_value=(1 << 61) - 2)
@@ -39,7 +44,10 @@ def test_derived_filter_shingle_hashes_stable_across_processes() -> None:
     )
     for seed in ("1", "12345"):
         out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
         ).stdout
         assert out.strip() == str(here)
@@ -57,8 +65,26 @@ def test_derived_filter_normaliser_strips_layout_not_words() -> None:
         "```python\nprint('x')\n```\n    indented   line\n> quoted\n| a | b |\n"
     )
     assert [w.decode() for w in tokens(markdown)] == [
-        "steps", "freeze", "the", "state", "then", "read", "the", "docs", "https", "docs", "example", "wal",
-        "mode", "print", "x", "indented", "line", "quoted", "a", "b",
+        "steps",
+        "freeze",
+        "the",
+        "state",
+        "then",
+        "read",
+        "the",
+        "docs",
+        "https",
+        "docs",
+        "example",
+        "wal",
+        "mode",
+        "print",
+        "x",
+        "indented",
+        "line",
+        "quoted",
+        "a",
+        "b",
     ]
     assert tokens("ＷＡＬ Mode ﬁle") == [b"wal", b"mode", b"file"]  # NFKC, then lower case
     assert tokens("日本語") == [w.encode() for w in "日本語"]  # no spaces to split on: one token per character
@@ -84,9 +110,16 @@ def _reference_tokens(text: str) -> list[bytes]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(
-    list("abcXYZ019 _-.,;:!?()[]*#`'\"\t\n/") + list("éÜßø—’“”→×½²ﬁＡ　\u00a0日本語のテキストカ한국어") + ["\u0301", "😀"]
-), max_size=60))
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            list("abcXYZ019 _-.,;:!?()[]*#`'\"\t\n/")
+            + list("éÜßø—’“”→×½²ﬁＡ　\u00a0日本語のテキストカ한국어")
+            + ["\u0301", "😀"]
+        ),
+        max_size=60,
+    )
+)
 def test_derived_filter_fast_tokens_equal_the_definition(text: str) -> None:
     flat = "x " + text.replace("\n", " ")  # no line start: neither list-marker nor fence stripping applies
     assert tokens(flat) == _reference_tokens(flat)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator
-from http.server import BaseHTTPRequestHandler
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +57,22 @@ class IngestEnv:
 
     def args(self, *extra: str, write: bool = True) -> list[str]:
         return [
-            "ingest", "--root", str(self.root),
-            "--omp-sessions", str(self.omp), "--codex-dir", str(self.codex),
-            "--opencode-db", str(self.opencode_db), "--prompt-history", str(self.prompt_history),
-            "--claude-dir", str(self.claude),
+            "ingest",
+            "--root",
+            str(self.root),
+            "--omp-sessions",
+            str(self.omp),
+            "--codex-dir",
+            str(self.codex),
+            "--opencode-db",
+            str(self.opencode_db),
+            "--prompt-history",
+            str(self.prompt_history),
+            "--claude-dir",
+            str(self.claude),
             *(() if "--hindsight-url" in extra else ("--skip-hindsight",)),
-            *(["--write"] if write else []), *extra,
+            *(["--write"] if write else []),
+            *extra,
         ]
 
     def command(self, *extra: str) -> list[str]:

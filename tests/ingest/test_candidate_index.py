@@ -16,9 +16,13 @@ from tests.testing.sessions import Msg, age, assistant, user, write_omp_session
 
 def _turn(i: int) -> list[Msg]:
     """A turn of its own (no duplicates: every stored line keeps its marking)."""
-    return [user(f"{TECH_PROMPT} ({i})"), assistant(
-        f"Session {i}: the build broke because the lockfile pinned compiler {i}.0 while CI installed {i}.1; "
-        f"pinning the compiler to {i}.0 in CI and clearing the cache key fixed it (step {i}).")]
+    return [
+        user(f"{TECH_PROMPT} ({i})"),
+        assistant(
+            f"Session {i}: the build broke because the lockfile pinned compiler {i}.0 while CI installed {i}.1; "
+            f"pinning the compiler to {i}.0 in CI and clearing the cache key fixed it (step {i})."
+        ),
+    ]
 
 
 def _sessions(env: IngestEnv, count: int) -> list[Path]:
@@ -31,9 +35,15 @@ def _sessions(env: IngestEnv, count: int) -> list[Path]:
 
 
 def _grow(path: Path, i: int) -> None:
-    write_omp_session(path.parent, [*_turn(i), user(f"{TECH_PROMPT} again ({i})"),
-                                    assistant(f"The second fix pins the compiler version in CI as well ({i}).")],
-                      session_id=f"s{i}")
+    write_omp_session(
+        path.parent,
+        [
+            *_turn(i),
+            user(f"{TECH_PROMPT} again ({i})"),
+            assistant(f"The second fix pins the compiler version in CI as well ({i})."),
+        ],
+        session_id=f"s{i}",
+    )
     age(path)
 
 
@@ -69,7 +79,8 @@ def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(
     assert from_index["candidates"] == (env.out / "candidates.jsonl").read_bytes()
     for name in ("manifest", "rejected"):
         assert _without_run_at(env.out / f"{name}.jsonl") == [
-            {k: v for k, v in json.loads(line).items() if k != "run_at"} for line in from_index[name].splitlines()]
+            {k: v for k, v in json.loads(line).items() if k != "run_at"} for line in from_index[name].splitlines()
+        ]
     assert [json.loads(line)["source_key"] for line in from_index["candidates"].splitlines()]
     assert scanned["candidates"] == summary["candidates"] and scanned["duplicates"] == summary["duplicates"]
 

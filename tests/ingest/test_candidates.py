@@ -35,8 +35,13 @@ def build(records: list[KeptRecord], **kw: object) -> tuple[list[dict[str, objec
 
 
 def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
-    records = [rec("assistant", "preamble"), rec("user", "q1"), rec("assistant", "a1"), rec("assistant", "a2"),
-               rec("user", "q2")]
+    records = [
+        rec("assistant", "preamble"),
+        rec("user", "q1"),
+        rec("assistant", "a1"),
+        rec("assistant", "a2"),
+        rec("user", "q2"),
+    ]
     assert [[r.text for r in t] for t in split_turns(records)] == [["preamble"], ["q1", "a1", "a2"], ["q2"]]
 
 
@@ -50,8 +55,15 @@ def test_candidates_have_the_ledger_fields_in_order() -> None:
 
 
 def test_turn_without_technical_signal_or_too_short_is_no_candidate() -> None:
-    assert build([rec("user", "What a lovely day it is today, shall we go for a walk along the river later on?"),
-                  rec("assistant", "Yes, a walk along the river sounds like a wonderful idea for this afternoon.")])[0] == []
+    assert (
+        build(
+            [
+                rec("user", "What a lovely day it is today, shall we go for a walk along the river later on?"),
+                rec("assistant", "Yes, a walk along the river sounds like a wonderful idea for this afternoon."),
+            ]
+        )[0]
+        == []
+    )
     assert build([rec("user", "fix the build")])[0] == []
 
 
@@ -108,11 +120,18 @@ def test_marking_stored_keys_equals_marking_each_candidate() -> None:
         keys = []
         for c in range(rng.randint(0, 6)):
             text = f"step {c}\n" + block.format(rng.randint(0, 5)) if rng.random() < 0.4 else "prose"
-            keys.append(DedupKey.of({
-                "candidate_id": f"s{s}c{c}", "fingerprint": f"f{rng.randint(0, 40)}", "text": text,
-                "error_messages": [f"error {rng.randint(0, 4)} in the build of the payment service"],
-                "decision": "jotting", "duplicate_of": "",
-            }))
+            keys.append(
+                DedupKey.of(
+                    {
+                        "candidate_id": f"s{s}c{c}",
+                        "fingerprint": f"f{rng.randint(0, 40)}",
+                        "text": text,
+                        "error_messages": [f"error {rng.randint(0, 4)} in the build of the payment service"],
+                        "decision": "jotting",
+                        "duplicate_of": "",
+                    }
+                )
+            )
         sources.append(keys)
     one, stored = Deduplicator(), Deduplicator()
     for keys in sources:
@@ -126,13 +145,19 @@ def test_marking_stored_keys_equals_marking_each_candidate() -> None:
         again = StoredKeys.of(keys, expected)
         assert again.markings == expected and again.marked(expected) == again
     assert (stored.duplicate_code_blocks, stored.duplicate_error_logs) == (
-        one.duplicate_code_blocks, one.duplicate_error_logs)
+        one.duplicate_code_blocks,
+        one.duplicate_error_logs,
+    )
     assert one.duplicate_code_blocks > 0 and one.duplicate_error_logs > 0
 
 
 def test_stored_text_is_rechecked_one_message_at_a_time() -> None:
-    text = "\n".join([render("user", "A legitimate article may quote the _thinking:_ marker"),
-                      render("assistant", "Keep this answer")])
+    text = "\n".join(
+        [
+            render("user", "A legitimate article may quote the _thinking:_ marker"),
+            render("assistant", "Keep this answer"),
+        ]
+    )
     assert [role for role, _ in split_messages(text)] == ["user", "assistant"]
     assert not is_internal_candidate(text)
     assert is_internal_candidate("[user] _thinking_: stale internal transcript")
@@ -149,8 +174,13 @@ def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -
         "---\ntitle: Gardening\nkind: concept\nstatus: active\nsources: [y]\n---\nTomatoes need sun.\n"
     )
     index = NoteIndex.load(tmp_path / "note")
-    batch = build_candidates(META, [rec("user", PROMPT), rec("assistant", ANSWER + " Add the path alias to tsconfig.")],
-                             index, max_candidate=8_000, max_text=120_000)
+    batch = build_candidates(
+        META,
+        [rec("user", PROMPT), rec("assistant", ANSWER + " Add the path alias to tsconfig.")],
+        index,
+        max_candidate=8_000,
+        max_text=120_000,
+    )
     (candidate,) = batch.candidates
     assert candidate["note_matches"] == ["typescript-path-alias"]
     assert candidate["existing_kb_status"] == "matched:typescript-path-alias"
@@ -160,8 +190,10 @@ def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -
 def test_each_sentence_fills_one_knowledge_field() -> None:
     from kbtools.ingest.candidates import knowledge_fields
 
-    answer = ("The TypeError was caused by a missing alias. It did not work with a relative import! "
-              "We tried a workaround first. Verified: the tests pass now.")
+    answer = (
+        "The TypeError was caused by a missing alias. It did not work with a relative import! "
+        "We tried a workaround first. Verified: the tests pass now."
+    )
     pieces = [("user", "Why does the build fail? 原因是什么？"), ("assistant", answer)]
     fields = knowledge_fields([rec("user", pieces[0][1])], pieces, "")
     assert fields["error_messages"] == ["The TypeError was caused by a missing alias."]
@@ -170,8 +202,7 @@ def test_each_sentence_fills_one_knowledge_field() -> None:
     assert fields["validation_results"] == ["Verified: the tests pass now."]
     assert fields["root_cause"] == "原因是什么？"
     assert fields["unresolved_questions"] == ["Why does the build fail?"]  # a user's open question
-    sentences = [s for name, v in fields.items() if isinstance(v, list) and name != "technical_environment"
-                 for s in v]
+    sentences = [s for name, v in fields.items() if isinstance(v, list) and name != "technical_environment" for s in v]
     assert len(sentences) == len(set(sentences))
 
 

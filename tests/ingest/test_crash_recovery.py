@@ -28,16 +28,25 @@ def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def ledgers(out: Path) -> dict[str, list[dict[str, Any]]]:
-    return {name: comparable(read_jsonl(out / f"{name}.jsonl")) for name in ("manifest", "candidates", "rejected", "events")}
+    return {
+        name: comparable(read_jsonl(out / f"{name}.jsonl")) for name in ("manifest", "candidates", "rejected", "events")
+    }
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO to hold the run at a known point")
 def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: IngestEnv, tmp_path: Path) -> None:
-    _write_sessions(env, ((
-        f"session-{i:03d}", f"p{i:03d}",
-        f"Build {i}: why does the TypeScript build fail with error TS{2300 + i} after the upgrade?",
-        f"The root cause of TS{2300 + i} is a missing path alias; the fix is to add it and rerun the tests.",
-    ) for i in range(SESSIONS)))
+    _write_sessions(
+        env,
+        (
+            (
+                f"session-{i:03d}",
+                f"p{i:03d}",
+                f"Build {i}: why does the TypeScript build fail with error TS{2300 + i} after the upgrade?",
+                f"The root cause of TS{2300 + i} is a missing path alias; the fix is to add it and rerun the tests.",
+            )
+            for i in range(SESSIONS)
+        ),
+    )
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
 
@@ -96,8 +105,10 @@ def _write_sessions(env: IngestEnv, sessions: Iterable[tuple[str, str, str, str]
 def _grow(env: IngestEnv, pattern: str) -> None:
     for path in sorted(env.omp.glob(pattern)):
         with path.open("a") as fh:
-            fh.write('{"type":"message","message":{"role":"user","content":[{"type":"text",'
-                     '"text":"And the tests of the fix pass?"}]}}\n')
+            fh.write(
+                '{"type":"message","message":{"role":"user","content":[{"type":"text",'
+                '"text":"And the tests of the fix pass?"}]}}\n'
+            )
         age(path)
 
 
@@ -106,11 +117,18 @@ def _grow(env: IngestEnv, pattern: str) -> None:
 def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     env: IngestEnv, tmp_path: Path, fraction: float
 ) -> None:
-    _write_sessions(env, ((
-        f"job-{i:03d}", f"j{i:03d}",
-        f"Job {i}: the Docker build fails with a config error after the upgrade to {i}.0.",
-        f"The root cause of job {i} is a stale cache layer; the fix is to rebuild and rerun the tests.",
-    ) for i in range(300)))
+    _write_sessions(
+        env,
+        (
+            (
+                f"job-{i:03d}",
+                f"j{i:03d}",
+                f"Job {i}: the Docker build fails with a config error after the upgrade to {i}.0.",
+                f"The root cause of job {i} is a stale cache layer; the fix is to rebuild and rerun the tests.",
+            )
+            for i in range(300)
+        ),
+    )
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
     env.run()  # an earlier complete ledger, so the killed run has prior state to rewrite
@@ -133,8 +151,10 @@ def test_kill_at_any_moment_then_rerun_equals_an_uninterrupted_run(
     got, want = ledgers(env.out), ledgers(reference_out)
     for name in got:
         diff = [(a, b) for a, b in zip(got[name], want[name]) if a != b]
-        assert not diff and len(got[name]) == len(want[name]), (name, [
-            {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)} for a, b in diff[:3]])
+        assert not diff and len(got[name]) == len(want[name]), (
+            name,
+            [{k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)} for a, b in diff[:3]],
+        )
 
 
 @pytest.mark.slow
@@ -147,8 +167,9 @@ def test_crash_drill_kills_at_random_and_named_moments_and_every_rerun_recovers(
     corpus = tmp_path / "corpus"
     generate(corpus, total_bytes=1_000_000, seed=5, secret_mode="placeholder")
     lines: list[str] = []
-    kills, failures = drill(corpus, tmp_path / "drill", kills=len(NAMED_POINTS) + 3, seed=5, jobs=2,
-                            report=lines.append)
+    kills, failures = drill(
+        corpus, tmp_path / "drill", kills=len(NAMED_POINTS) + 3, seed=5, jobs=2, report=lines.append
+    )
     assert kills == len(NAMED_POINTS) + 3 and len(lines) == kills
     assert failures == 0, [line for line in lines if '"ok": false' in line]
     # The named points really interrupted a run with its journal on disk.
@@ -157,11 +178,18 @@ def test_crash_drill_kills_at_random_and_named_moments_and_every_rerun_recovers(
 
 
 def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv) -> None:
-    _write_sessions(env, ((
-        f"lock-{i:02d}", f"l{i:02d}",
-        f"Why does build {i} fail with a config error after the upgrade?",
-        f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests.",
-    ) for i in range(40)))
+    _write_sessions(
+        env,
+        (
+            (
+                f"lock-{i:02d}",
+                f"l{i:02d}",
+                f"Why does build {i} fail with a config error after the upgrade?",
+                f"The root cause of build {i} is a stale cache; the fix is to rebuild and rerun the tests.",
+            )
+            for i in range(40)
+        ),
+    )
     proc = subprocess.Popen(env.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     lock = env.out / ".lock"
     try:
@@ -180,13 +208,21 @@ def test_a_run_killed_while_holding_the_lock_blocks_no_later_run(env: IngestEnv)
     assert lock.read_text().strip() != str(proc.pid)
 
 
-def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_finished(env: IngestEnv,
-                                                                                       tmp_path: Path) -> None:
-    _write_sessions(env, ((
-        f"deploy-{i:02d}", f"d{i:02d}",
-        f"Deploy {i}: the release job fails with a config error after the upgrade to {i}.0.",
-        f"The root cause of deploy {i} is a stale token cache; the fix is to clear it and rerun.",
-    ) for i in range(30)))
+def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_finished(
+    env: IngestEnv, tmp_path: Path
+) -> None:
+    _write_sessions(
+        env,
+        (
+            (
+                f"deploy-{i:02d}",
+                f"d{i:02d}",
+                f"Deploy {i}: the release job fails with a config error after the upgrade to {i}.0.",
+                f"The root cause of deploy {i} is a stale token cache; the fix is to clear it and rerun.",
+            )
+            for i in range(30)
+        ),
+    )
     env.run()
     _grow(env, "d0*/*.jsonl")  # ten sessions grow: the next run journals them
     reference = tmp_path / "reference"
@@ -194,8 +230,9 @@ def test_a_run_killed_while_deleting_its_journal_after_committing_counts_as_fini
     env.run("--output-dir", str(reference))
     env.run("--output-dir", str(reference))  # a kill after the commit makes the rerun a second run
 
-    killed = subprocess.run(env.command(), stdout=subprocess.DEVNULL,
-                            env={**os.environ, "KB_TEST_CRASH_AT": "unlink-manifest"})
+    killed = subprocess.run(
+        env.command(), stdout=subprocess.DEVNULL, env={**os.environ, "KB_TEST_CRASH_AT": "unlink-manifest"}
+    )
     assert killed.returncode == -signal.SIGKILL
     assert not (env.out / "manifest.partial.jsonl").exists() and (env.out / "candidates.partial.jsonl").exists()
     summary, _ = env.run()

@@ -21,10 +21,24 @@ RUN_AT = re.compile(rb'"run_at":"[^"]*"')
 
 
 def _ingest(env: IngestEnv, corpus: Path, out: Path, *, jobs: int, hash_seed: int) -> None:
-    args = ["ingest", "--root", str(env.root), "--write", "--skip-hindsight", "--output-dir", str(out),
-            "--jobs", str(jobs), *ingest_flags(corpus)]
-    subprocess.run([*kb_command(), *args], check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "PYTHONHASHSEED": str(hash_seed)})
+    args = [
+        "ingest",
+        "--root",
+        str(env.root),
+        "--write",
+        "--skip-hindsight",
+        "--output-dir",
+        str(out),
+        "--jobs",
+        str(jobs),
+        *ingest_flags(corpus),
+    ]
+    subprocess.run(
+        [*kb_command(), *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
+    )
 
 
 def _ledger_bytes(out: Path) -> dict[str, bytes]:
@@ -53,8 +67,13 @@ def test_named_environments_are_ordered_by_first_mention_under_any_hash_seed() -
         "print(knowledge_fields([], [('user', text)], text)['technical_environment'])\n"
     )
     seen = {
-        subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
         for seed in range(6)
     }
     assert seen == {"['Node.js', 'TypeScript']"}

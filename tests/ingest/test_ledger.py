@@ -25,10 +25,22 @@ from tests.testing.sessions import write_omp_session
 
 def manifest(key: str, *, identity: str = "p", count: int = 0, status: str = "processed") -> dict[str, object]:
     return {
-        "source_key": key, "tool": "omp", "record_type": "session", "project_key": identity,
-        "session_hash": identity, "created_at": "", "updated_at": "", "format": "jsonl",
-        "content_hash": key, "parse_status": status, "redaction_status": "none:v1",
-        "candidate_count": count, "article_slugs": [], "skip_reason": "", "error": "", "run_at": "",
+        "source_key": key,
+        "tool": "omp",
+        "record_type": "session",
+        "project_key": identity,
+        "session_hash": identity,
+        "created_at": "",
+        "updated_at": "",
+        "format": "jsonl",
+        "content_hash": key,
+        "parse_status": status,
+        "redaction_status": "none:v1",
+        "candidate_count": count,
+        "article_slugs": [],
+        "skip_reason": "",
+        "error": "",
+        "run_at": "",
     }
 
 
@@ -85,8 +97,11 @@ def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
         {**manifest("new", count=2), "_run": "a"},
         {**manifest("new", count=1), "_run": "b"},
     ]
-    cands = [{**candidate("new", 0), "_run": "a"}, {**candidate("new", 1), "_run": "a"},
-             {**candidate("new", 2), "_run": "b"}]
+    cands = [
+        {**candidate("new", 0), "_run": "a"},
+        {**candidate("new", 1), "_run": "a"},
+        {**candidate("new", 2), "_run": "b"},
+    ]
     ledger_path(tmp_path, "manifest", partial=True).write_text("".join(json.dumps(r) + "\n" for r in journal))
     ledger_path(tmp_path, "candidates", partial=True).write_text("".join(json.dumps(r) + "\n" for r in cands))
     prior = PriorState.load(tmp_path)
@@ -106,7 +121,8 @@ def test_journal_rows_without_a_journalled_manifest_row_count_for_nothing(tmp_pa
     ledger_path(tmp_path, "candidates").write_text(json.dumps(candidate("k", 0)) + "\n")
     ledger_path(tmp_path, "candidates", partial=True).write_text(json.dumps({**candidate("k", 7), "_run": "a"}) + "\n")
     ledger_path(tmp_path, "events", partial=True).write_text(
-        json.dumps({"event": "derived_excluded", "source_key": "k", "_run": "a"}) + "\n")
+        json.dumps({"event": "derived_excluded", "source_key": "k", "_run": "a"}) + "\n"
+    )
     prior = PriorState.load(tmp_path)
     try:
         (digest,) = prior.by_identity["omp\0p\0p"]
@@ -133,7 +149,11 @@ def test_an_output_dir_that_is_a_file_is_a_one_line_error(env: IngestEnv) -> Non
 
 
 def test_restamping_replaces_only_a_trailing_run_at_of_a_canonical_line() -> None:
-    row = {**manifest("k", count=1), "error": 'said "run_at":"x" and ,"run_at":"y"', "run_at": "2026-01-01T00:00:00.000Z"}
+    row = {
+        **manifest("k", count=1),
+        "error": 'said "run_at":"x" and ,"run_at":"y"',
+        "run_at": "2026-01-01T00:00:00.000Z",
+    }
     line = dumps(row)
     new = restamped(line, json.dumps("2026-02-02T00:00:00.000Z").encode())
     assert new is not None and json.loads(new) == {**row, "run_at": "2026-02-02T00:00:00.000Z"}
@@ -151,8 +171,9 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
     sink = WriteSink(tmp_path, "run-1")
     keys = [f"k{i}" for i in range(40)]
     for i, key in enumerate(keys):
-        sink.emit(SourceRows(manifest(key, identity=f"i{i}", count=3), [candidate(key, n) for n in range(3)]),
-                  journal=True)
+        sink.emit(
+            SourceRows(manifest(key, identity=f"i{i}", count=3), [candidate(key, n) for n in range(3)]), journal=True
+        )
     sink.persist_partial()  # journalled rows: read back line by line, not from the offset index
     sink.abort()
     prior = PriorState.load(tmp_path)

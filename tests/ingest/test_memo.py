@@ -35,34 +35,52 @@ def _turns(count: int, rng: random.Random) -> list[Record]:
     """``count`` technical turns; every other one carries a secret and a private path."""
     records: list[Record] = []
     for n in range(count):
-        prompt = (f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
-                  "Please diagnose the root cause and propose a fix we can verify.")
+        prompt = (
+            f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
+            "Please diagnose the root cause and propose a fix we can verify."
+        )
         if n % 2:
             prompt += " " + plant(make_secret("github-classic", rng), "dotenv", name="GITHUB_TOKEN")
             prompt += f" The log is in /home/dana/work/build-{n}.log."
-        answer = (f"Turn {n}: the root cause is a missing path alias in tsconfig.json. The fix: add it to "
-                  "compilerOptions.paths, then run `pnpm build` to verify the error is gone.")
-        records += [Record("user", prompt, f"2026-03-01T10:{n:02d}:00.000Z", 2 * n),
-                    Record("assistant", answer, f"2026-03-01T10:{n:02d}:30.000Z", 2 * n + 1)]
+        answer = (
+            f"Turn {n}: the root cause is a missing path alias in tsconfig.json. The fix: add it to "
+            "compilerOptions.paths, then run `pnpm build` to verify the error is gone."
+        )
+        records += [
+            Record("user", prompt, f"2026-03-01T10:{n:02d}:00.000Z", 2 * n),
+            Record("assistant", answer, f"2026-03-01T10:{n:02d}:30.000Z", 2 * n + 1),
+        ]
     return records
 
 
 def _unit(records: list[Record]) -> SourceUnit:
-    return SourceUnit("omp", "session", "jsonl", "x", "s", "p", records[0].created_at, records[-1].created_at,
-                      f"{len(records):064d}", records)
+    return SourceUnit(
+        "omp",
+        "session",
+        "jsonl",
+        "x",
+        "s",
+        "p",
+        records[0].created_at,
+        records[-1].created_at,
+        f"{len(records):064d}",
+        records,
+    )
 
 
 def _meta(key: str, records: list[Record]) -> SourceMeta:
-    return SourceMeta(key * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", records[0].created_at,
-                      records[-1].created_at)
+    return SourceMeta(
+        key * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", records[0].created_at, records[-1].created_at
+    )
 
 
 def _ctx(redactor: Redactor) -> ProcessContext:
     return ProcessContext(SourceSettings(), redactor, None, NoteIndex(), {}, 8_000, 120_000, "")
 
 
-def _extract(records: list[Record], key: str, memo: SourceMemo | None,
-             redactor: Redactor | None = None) -> tuple[dict[str, Any], list[bytes]]:
+def _extract(
+    records: list[Record], key: str, memo: SourceMemo | None, redactor: Redactor | None = None
+) -> tuple[dict[str, Any], list[bytes]]:
     rows = pack_rows(build_rows(_unit(records), _meta(key, records), "", _ctx(redactor or Redactor()), memo))
     return rows.manifest, [line for line in rows.candidate_lines if line is not None]
 
@@ -133,13 +151,20 @@ def test_a_damaged_memo_is_a_miss() -> None:
 
 
 def _ledgers(out: Path) -> dict[str, list[dict[str, Any]]]:
-    return {name: [{k: v for k, v in row.items() if k != "run_at"} for row in read_jsonl(out / f"{name}.jsonl")]
-            for name in ("manifest", "candidates", "rejected", "events")}
+    return {
+        name: [{k: v for k, v in row.items() if k != "run_at"} for row in read_jsonl(out / f"{name}.jsonl")]
+        for name in ("manifest", "candidates", "rejected", "events")
+    }
 
 
 def test_a_grown_session_is_ingested_the_same_with_and_without_memos(env: IngestEnv, tmp_path: Path) -> None:
-    turns = [tech_turn(f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
-                       "Please diagnose the root cause and propose a fix we can verify.") for n in range(4)]
+    turns = [
+        tech_turn(
+            f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
+            "Please diagnose the root cause and propose a fix we can verify."
+        )
+        for n in range(4)
+    ]
     session = dict(session_id="grows", cwd="/home/a/proj")
     write_omp_session(env.omp, [m for turn in turns[:3] for m in turn], **session)  # type: ignore[arg-type]
     env.run()
@@ -303,8 +328,13 @@ def test_a_file_mostly_of_unused_memos_is_written_anew(tmp_path: Path) -> None:
 def test_a_rerun_recalls_a_grown_sessions_old_turns_from_the_prior_ledger(env: IngestEnv) -> None:
     """Through the whole pipeline (worker processes included): the old turns' candidates are
     the prior ledger's lines — one edited in place here (its topic) to tell a recall from a build."""
-    turns = [tech_turn(f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
-                       "Please diagnose the root cause and propose a fix we can verify.") for n in range(3)]
+    turns = [
+        tech_turn(
+            f"Step {n}: why does the TypeScript build fail with error TS2307 after the upgrade? "
+            "Please diagnose the root cause and propose a fix we can verify."
+        )
+        for n in range(3)
+    ]
     session = dict(session_id="grows", cwd="/home/a/proj")
     write_omp_session(env.omp, [m for turn in turns[:2] for m in turn], **session)  # type: ignore[arg-type]
     env.run()
@@ -317,7 +347,10 @@ def test_a_rerun_recalls_a_grown_sessions_old_turns_from_the_prior_ledger(env: I
     write_omp_session(env.omp, [m for turn in turns for m in turn], **session)  # type: ignore[arg-type]
     env.run()
     assert [(r["turn_index"], r["topic"] == "recalled, not built") for r in env.rows("candidates")] == [
-        (0, True), (1, False), (2, False)]
+        (0, True),
+        (1, False),
+        (2, False),
+    ]
 
 
 def test_memos_made_under_other_redaction_rules_are_never_used_and_a_write_run_removes_them(tmp_path: Path) -> None:

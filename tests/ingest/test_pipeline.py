@@ -65,8 +65,17 @@ def test_previously_failed_source_is_reprocessed_with_unchanged_content(env: Ing
     (row,) = env.rows("manifest", tool="omp")
     env.write_rows("manifest", [{**row, "parse_status": "failed", "candidate_count": 0}])
     env.write_rows("candidates", [])
-    env.write_rows("rejected", [{"rejection_id": "x", "source_key": row["source_key"],
-                                 "reason": "malformed_or_unavailable_source", "run_at": ""}])
+    env.write_rows(
+        "rejected",
+        [
+            {
+                "rejection_id": "x",
+                "source_key": row["source_key"],
+                "reason": "malformed_or_unavailable_source",
+                "run_at": "",
+            }
+        ],
+    )
     summary, _ = env.run()
     assert summary["processed"] == 1 and summary["candidates"] == 1
 
@@ -93,8 +102,15 @@ def test_changed_content_is_reprocessed_and_supersedes_the_old_row(env: IngestEn
     env.run()
     old_key = env.rows("manifest", tool="omp")[0]["source_key"]
     with path.open("a") as fh:
-        line = {"type": "message", "message": {"role": "user", "content": [
-            {"type": "text", "text": "Also, the Docker build fails with a config error; how do we debug it?"}]}}
+        line = {
+            "type": "message",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Also, the Docker build fails with a config error; how do we debug it?"}
+                ],
+            },
+        }
         fh.write(json.dumps(line) + "\n")
     summary, _ = env.run()
     assert summary["processed"] == 1
@@ -122,7 +138,13 @@ def test_prompt_history_keeps_one_row_as_the_file_grows(env: IngestEnv) -> None:
     write_lines(env.prompt_history, [json.dumps(line)])
     env.run()
     (first,) = env.rows("manifest", record_type="prompt-history")
-    write_lines(env.prompt_history, [json.dumps(line), json.dumps({"input": "How do I configure the Docker build cache for CI so the tests run faster?"})])
+    write_lines(
+        env.prompt_history,
+        [
+            json.dumps(line),
+            json.dumps({"input": "How do I configure the Docker build cache for CI so the tests run faster?"}),
+        ],
+    )
     env.run()
     (second,) = env.rows("manifest", record_type="prompt-history")
     assert second["session_hash"] == first["session_hash"]
@@ -134,12 +156,25 @@ def test_partial_ledger_from_an_interrupted_run_wins_over_the_final_one(env: Ing
     env.run()
     (row,) = env.rows("manifest", tool="omp")
     with path.open("a") as fh:
-        fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "Verified: pnpm build passes after the fix."}]}}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "Verified: pnpm build passes after the fix."}],
+                    },
+                }
+            )
+            + "\n"
+        )
     # What an interrupted run left: the new content seen, under an old redaction version.
     new_hash = hashlib.sha256(path.read_bytes()).hexdigest()
-    env.write_rows("manifest", [{**row, "content_hash": new_hash, "redaction_status": "none:v5",
-                                 "candidate_count": 1, "_run": "interrupted"}], partial=True)
+    env.write_rows(
+        "manifest",
+        [{**row, "content_hash": new_hash, "redaction_status": "none:v5", "candidate_count": 1, "_run": "interrupted"}],
+        partial=True,
+    )
     env.write_rows("candidates", [], partial=True)
     summary, _ = env.run()
     assert summary["processed"] == 1 and summary["candidates"] == 1
@@ -192,22 +227,32 @@ def test_prune_keeps_the_rows_of_a_store_that_is_missing_this_run(env: IngestEnv
 
 
 def test_a_message_quoting_a_marker_never_drops_its_session(env: IngestEnv) -> None:
-    write_omp_session(env.omp, [
-        user("A legitimate article may quote the _thinking:_ marker; why does our parser test fail on it?"),
-        assistant("Because the regex treats the quoted marker as a transcript envelope. The fix is to "
-                  "apply the filter per message; the unit test then passes."),
-    ], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [
+            user("A legitimate article may quote the _thinking:_ marker; why does our parser test fail on it?"),
+            assistant(
+                "Because the regex treats the quoted marker as a transcript envelope. The fix is to "
+                "apply the filter per message; the unit test then passes."
+            ),
+        ],
+        session_id="s1",
+    )
     summary, _ = env.run()
     assert summary["candidates"] == 1
     assert "_thinking:_" in env.rows("candidates")[0]["text"]
 
 
 def test_internal_messages_are_dropped_but_the_rest_of_the_session_is_kept(env: IngestEnv) -> None:
-    write_omp_session(env.omp, [
-        *tech_turn(),
-        user("[budget notice] 10% of the context left"),
-        assistant("Silent mode: nothing to report."),
-    ], session_id="s1")
+    write_omp_session(
+        env.omp,
+        [
+            *tech_turn(),
+            user("[budget notice] 10% of the context left"),
+            assistant("Silent mode: nothing to report."),
+        ],
+        session_id="s1",
+    )
     summary, _ = env.run()
     (candidate,) = env.rows("candidates")
     assert "budget notice" not in candidate["text"] and "Silent mode" not in candidate["text"]
@@ -257,8 +302,21 @@ def test_malformed_prior_rows_are_skipped_and_counted(env: IngestEnv) -> None:
 
 # The reference's summary keys, in its order, minus its cluster counters (see README).
 REFERENCE_SUMMARY_KEYS = [
-    "run_id", "started_at", "finished_at", "dry_run", "discovered", "processed", "unchanged", "skipped",
-    "failed", "candidates", "rejected", "duplicates", "duplicate_code_blocks", "duplicate_error_logs", "errors",
+    "run_id",
+    "started_at",
+    "finished_at",
+    "dry_run",
+    "discovered",
+    "processed",
+    "unchanged",
+    "skipped",
+    "failed",
+    "candidates",
+    "rejected",
+    "duplicates",
+    "duplicate_code_blocks",
+    "duplicate_error_logs",
+    "errors",
 ]
 
 
@@ -333,7 +391,9 @@ NOTE_BODY = (
 def test_a_record_quoting_a_wiki_page_is_excluded_and_logged(env: IngestEnv) -> None:
     note = env.root / "src/content/note/en/pin-typescript.md"
     note.parent.mkdir(parents=True)
-    note.write_text("---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + NOTE_BODY + "\n")
+    note.write_text(
+        "---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + NOTE_BODY + "\n"
+    )
     write_omp_session(env.omp, [user(TECH_PROMPT), assistant(NOTE_BODY), *tech_turn()], session_id="s1")
     summary, _ = env.run()
     assert summary["derived_excluded"] == 1 and summary["derived_filter"]["enabled"] is True
@@ -381,8 +441,9 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     settings = sources.resolve_settings(config, {"omp_sessions": env.omp})
     redactor = Redactor(config.redaction)
     derived, _, _ = load_derived_filter(IngestRequest(config, layout, settings, env.out), redactor)
-    ctx = ProcessContext(settings, redactor, derived, NoteIndex.load(layout.note_root), {},
-                         8_000, 120_000, "2026-01-01T00:00:00.000Z")
+    ctx = ProcessContext(
+        settings, redactor, derived, NoteIndex.load(layout.note_root), {}, 8_000, 120_000, "2026-01-01T00:00:00.000Z"
+    )
     (ref,) = [r for r in sources.discover_all(settings) if r.tool == "omp"]
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         remote = pool.submit(process_unit, ref, ctx).result()
@@ -397,8 +458,9 @@ def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: Ingest
     from kbtools.redact import Redactor
 
     records = [Record("user", TECH_PROMPT, "", 0), Record("assistant", TECH_ANSWER, "", 1)]
-    unit = SourceUnit("omp", "session", "jsonl", "x", "s", "p", "", "", "h" * 64, records,
-                      error="source_changed_during_read")
+    unit = SourceUnit(
+        "omp", "session", "jsonl", "x", "s", "p", "", "", "h" * 64, records, error="source_changed_during_read"
+    )
     ctx = ProcessContext(SourceSettings(), Redactor(), None, NoteIndex(), {}, 8_000, 120_000, "")
     meta = SourceMeta("k" * 64, "s", "p", "omp", "session", "jsonl", "", "")
     rows = build_rows(unit, meta, unit.error, ctx)
@@ -427,8 +489,9 @@ def test_the_same_session_at_two_paths_is_one_source(env: IngestEnv) -> None:
 def test_two_files_sharing_an_identity_are_both_kept_and_both_reused(env: IngestEnv) -> None:
     # The reference keyed prior rows by identity alone: one of the two was reprocessed every run.
     write_omp_session(env.omp, tech_turn(), session_id="same", cwd="/p", dir_name="a")
-    write_omp_session(env.omp, [user(TECH_PROMPT + " (fork)"), assistant(TECH_ANSWER)], session_id="same",
-                      cwd="/p", dir_name="b")
+    write_omp_session(
+        env.omp, [user(TECH_PROMPT + " (fork)"), assistant(TECH_ANSWER)], session_id="same", cwd="/p", dir_name="b"
+    )
     summary, _ = env.run()
     assert (summary["processed"], summary["candidates"]) == (2, 2)
     summary, _ = env.run()
@@ -441,8 +504,9 @@ def test_progress_goes_to_stderr_only_when_it_is_a_terminal(env: IngestEnv) -> N
     omp_session(env)
     master, slave = pty.openpty()
     try:
-        proc = subprocess.run([*kb_command(), *env.args(write=False)], cwd=env.root,
-                              stdout=subprocess.PIPE, stderr=slave, timeout=120)
+        proc = subprocess.run(
+            [*kb_command(), *env.args(write=False)], cwd=env.root, stdout=subprocess.PIPE, stderr=slave, timeout=120
+        )
         os.close(slave)
         terminal = b""
         while True:
@@ -492,8 +556,18 @@ def test_an_unchanged_file_is_reused_without_being_read(env: IngestEnv) -> None:
     assert summary["reused_unread"] == 1 and summary["candidates"] == 0
     # A changed file is read again.
     with path.open("a") as fh:
-        fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "Verified: the Docker build passes after the fix."}]}}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "Verified: the Docker build passes after the fix."}],
+                    },
+                }
+            )
+            + "\n"
+        )
     summary, _ = env.run()
     assert summary["reused_unread"] == 0 and summary["processed"] == 1
 

@@ -12,8 +12,7 @@ import pytest
 
 from tests.ingest.conftest import FakeHindsight, IngestEnv, tech_turn
 from tests.testing.cli import run_kb
-from tests.testing.sessions import OpenCodeDb, OmpSession, write_omp_session
-
+from tests.testing.sessions import OmpSession, OpenCodeDb, write_omp_session
 
 MEMORY = "The Docker build cache is keyed on the lockfile; a changed lockfile rebuilds every layer."
 

@@ -11,8 +11,8 @@ from tests.testing.sessions import (
     OpenCodeDb,
     assistant,
     user,
-    write_codex_history,
     write_claude_session,
+    write_codex_history,
     write_codex_session,
     write_omp_session,
     write_opencode_prompt_history,
@@ -52,8 +52,12 @@ class Planted:
         )
 
     def conversation(self, start: int) -> list:
-        return [user(self.prose(start)), assistant("Fixed: " + self.prose(start + 1)),
-                user(self.prose(start + 2)), assistant("The root cause: " + self.prose(start + 3))]
+        return [
+            user(self.prose(start)),
+            assistant("Fixed: " + self.prose(start + 1)),
+            user(self.prose(start + 2)),
+            assistant("The root cause: " + self.prose(start + 3)),
+        ]
 
     @property
     def forbidden(self) -> list[str]:
@@ -92,8 +96,14 @@ def test_nothing_private_reaches_the_ledgers_or_the_output(
             texts[str(path.relative_to(env.root))] = path.read_bytes().decode("utf-8", "replace")
     assert any(name.endswith("candidates.jsonl") for name in texts)
     # Nor the stores' own locations (the fixtures' paths, the server's address).
-    locations = [str(env.omp), str(env.codex), str(env.opencode_db.parent), str(env.prompt_history),
-                 str(env.claude), url.split("//")[1]]
+    locations = [
+        str(env.omp),
+        str(env.codex),
+        str(env.opencode_db.parent),
+        str(env.prompt_history),
+        str(env.claude),
+        url.split("//")[1],
+    ]
     leaks = [(name, value) for name, text in texts.items() for value in [*p.forbidden, *locations] if value in text]
     assert not leaks, leaks[:5]
     # Redaction labels are recorded per candidate.

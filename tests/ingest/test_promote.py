@@ -34,7 +34,7 @@ def test_promote_writes_raw_evidence_and_appends_its_manifest_line(env: IngestEn
     assert str(candidate["text"]) in data.decode()
     after = manifest.read_text()
     assert after.startswith(before)
-    assert after[len(before):] == f"{hashlib.sha256(data).hexdigest()} zh-cn/ts-path-alias.md\n"
+    assert after[len(before) :] == f"{hashlib.sha256(data).hexdigest()} zh-cn/ts-path-alias.md\n"
     lint = run_kb("lint", "--root", str(root))
     problems = [line for line in lint.err.splitlines() if line.startswith("- ")]
     assert problems == ["- raw source missing from index: ts-path-alias"], lint.err

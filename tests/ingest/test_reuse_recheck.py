@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv, tech_turn
 from tests.testing.sessions import age, assistant, user, write_omp_session
 
@@ -28,7 +27,9 @@ def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(e
 
     page = env.root / "src/content/note/en/pin-typescript.md"
     page.parent.mkdir(parents=True)
-    page.write_text("---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + PAGE_BODY + "\n")
+    page.write_text(
+        "---\ntitle: Pin TypeScript\nkind: concept\nstatus: active\nsources: [x]\n---\n\n" + PAGE_BODY + "\n"
+    )
     summary, _ = env.run()
     assert summary["reused_unread"] == 1 and summary["unchanged"] == 1
     assert summary["candidates"] == 1 and summary["derived_excluded"] == 1
@@ -49,10 +50,14 @@ def test_dedup_counts_are_the_same_from_the_key_cache_from_the_lines_and_from_a_
 ) -> None:
     block = "```\nnpm ERR! code ERESOLVE unable to resolve dependency tree for the build\n```"
     for i in range(3):
-        path = write_omp_session(env.omp, [
-            user(f"{TECH_PROMPT} ({i})"),
-            assistant(f"The build error comes from the lockfile:\n{block}\nThe fix is to pin the peer ({i})."),
-        ], session_id=f"s{i}")
+        path = write_omp_session(
+            env.omp,
+            [
+                user(f"{TECH_PROMPT} ({i})"),
+                assistant(f"The build error comes from the lockfile:\n{block}\nThe fix is to pin the peer ({i})."),
+            ],
+            session_id=f"s{i}",
+        )
         age(path)
     first, _ = env.run()
     assert first["duplicate_code_blocks"] == 2

@@ -52,8 +52,9 @@ def test_failure_header_counts_issues_with_singular_and_plural(tmp_path):
 @pytest.mark.parametrize("style", LIST_STYLES)
 def test_every_yaml_list_style_lints_clean(tmp_path, style):
     kb = make_kb(tmp_path / "kb", list_style=style, notes=3, raws=3)
-    kb.add_note("multi", sources=["source-1", "source-2"], related=["note-1", "note-2"], list_style=style,
-                status='"active"')
+    kb.add_note(
+        "multi", sources=["source-1", "source-2"], related=["note-1", "note-2"], list_style=style, status='"active"'
+    )
     kb.write_index()
     kb.commit("multi")
     result = lint(kb)

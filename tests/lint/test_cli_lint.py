@@ -68,7 +68,9 @@ def test_problems_come_out_in_a_stable_order(tmp_path):
     first = lint(kb).err
     assert first == lint(kb).err
     lines = first.splitlines()[1:]
-    assert lines[0].startswith("- raw file missing from manifest") and lines[-1].startswith("- kb-log.md entry out of order")
+    assert lines[0].startswith("- raw file missing from manifest") and lines[-1].startswith(
+        "- kb-log.md entry out of order"
+    )
 
 
 def test_kb_yaml_moves_every_path(tmp_path):
@@ -99,13 +101,19 @@ def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     assert result.err == f"kb: error: unknown key 'paths.rawz' ({kb.root / '.kb.yaml'})\n"
 
 
-@pytest.mark.parametrize("text,message", [
-    ("derived:\n  threshold: 1.5\n", "'derived.threshold' must be between 0 and 1, got 1.5 ({file}: derived.threshold)"),
-    ("ingest:\n  jobs: -1\n", "'ingest.jobs' must be at least 1, got -1 ({file}: ingest.jobs)"),
-    ("derived:\n  threshold: high\n", "'derived.threshold' must be a number ({file}: derived.threshold)"),
-    ("enums:\n  kind: 5\n", "'enums.kind' must be a list of strings ({file}: enums.kind)"),
-    ("- a\n- b\n", "top level must be a mapping ({file})"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            "derived:\n  threshold: 1.5\n",
+            "'derived.threshold' must be between 0 and 1, got 1.5 ({file}: derived.threshold)",
+        ),
+        ("ingest:\n  jobs: -1\n", "'ingest.jobs' must be at least 1, got -1 ({file}: ingest.jobs)"),
+        ("derived:\n  threshold: high\n", "'derived.threshold' must be a number ({file}: derived.threshold)"),
+        ("enums:\n  kind: 5\n", "'enums.kind' must be a list of strings ({file}: enums.kind)"),
+        ("- a\n- b\n", "top level must be a mapping ({file})"),
+    ],
+)
 def test_bad_config_value_is_one_line_naming_key_and_file(tmp_path, text, message):
     kb = make_kb(tmp_path / "kb")
     (kb.root / ".kb.yaml").write_text(text)
@@ -127,13 +135,24 @@ def test_reference_layout_lints_clean_without_config(tmp_path):
     """zh-cn canonical, en/ja translations citing zh-cn raw; quoted, unquoted and block lists."""
     kb = make_kb(tmp_path / "kb", raws=3, notes=0)
     kb.add_note("java-null-value", sources=["source-1", "source-2"], related=["legacy-notes"], list_style="quoted")
-    kb.add_note("legacy-notes", sources=["source-3"], related=["java-null-value"], list_style="unquoted",
-                status="provisional", kind="synthesis")
+    kb.add_note(
+        "legacy-notes",
+        sources=["source-3"],
+        related=["java-null-value"],
+        list_style="unquoted",
+        status="provisional",
+        kind="synthesis",
+    )
     kb.add_note("block-style", sources=["source-1"], related=["java-null-value", "legacy-notes"], list_style="block")
     for locale in ("en", "ja"):
         for slug in ("java-null-value", "legacy-notes", "block-style"):
-            kb.add_note(slug, locale=locale, sources=["source-1"], related=["java-null-value"],
-                        body=f"See [the page](/note/{slug}) and [Java](/{locale}/note/java-null-value).\n")
+            kb.add_note(
+                slug,
+                locale=locale,
+                sources=["source-1"],
+                related=["java-null-value"],
+                body=f"See [the page](/note/{slug}) and [Java](/{locale}/note/java-null-value).\n",
+            )
     kb.write_index()
     kb.commit("reference layout")
     result = run_kb_process("lint", cwd=kb.root)
@@ -158,7 +177,9 @@ def test_new_secret_in_a_note_is_reported_but_committed_evidence_is_not_reflagge
     path = kb.note_path("note-1")
     path.write_text(path.read_text() + f"\ntoken {token}\n")
     kb.stage(path)
-    assert any(ln.startswith("- secret in src/content/note/zh-cn/note-1.md:") for ln in lint(kb, "--staged").err.splitlines())
+    assert any(
+        ln.startswith("- secret in src/content/note/zh-cn/note-1.md:") for ln in lint(kb, "--staged").err.splitlines()
+    )
 
 
 def test_secret_committed_in_the_range_is_reported_by_since(tmp_path):

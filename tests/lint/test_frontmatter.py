@@ -9,14 +9,17 @@ from tests.testing.cli import run_kb, run_kb_process
 from tests.testing.kbfactory import make_kb
 
 
-@pytest.mark.parametrize("block", [
-    'sources: ["a", "b"]\n',
-    "sources: ['a', 'b']\n",
-    "sources: [a, b]\n",
-    "sources:\n  - a\n  - b\n",
-    "sources:\n- a\n- \"b\"\n",
-    "sources: [\n  a,\n  b,\n]\n",
-])
+@pytest.mark.parametrize(
+    "block",
+    [
+        'sources: ["a", "b"]\n',
+        "sources: ['a', 'b']\n",
+        "sources: [a, b]\n",
+        "sources:\n  - a\n  - b\n",
+        'sources:\n- a\n- "b"\n',
+        "sources: [\n  a,\n  b,\n]\n",
+    ],
+)
 def test_every_list_style_gives_the_same_list(block):
     assert parse_frontmatter(f"---\n{block}---\nbody\n").fields["sources"] == ["a", "b"]
 
@@ -42,16 +45,19 @@ def test_body_line_counts_the_frontmatter():
     assert doc.body_line == 5 and doc.body.startswith("first body line")
 
 
-@pytest.mark.parametrize("data,reason", [
-    (b"---\ntitle: x\n", "frontmatter has no closing ---"),
-    (b"---\ntitle: [unclosed\n---\n", "invalid YAML: "),
-    (b"---\na: 1\na: 2\n---\n", "invalid YAML: duplicate key 'a'"),
-    (b"---\n- a\n- b\n---\n", "frontmatter is a list, not a mapping"),
-    (b"---\njust text\n---\n", "frontmatter is a str, not a mapping"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file, not UTF-8 text"),
-    (b"---\ntitle: caf\xe9\n---\n", "not valid UTF-8 (byte 14)"),
-    (b"---\nt: !custom x\n---\n", "invalid YAML: "),
-])
+@pytest.mark.parametrize(
+    "data,reason",
+    [
+        (b"---\ntitle: x\n", "frontmatter has no closing ---"),
+        (b"---\ntitle: [unclosed\n---\n", "invalid YAML: "),
+        (b"---\na: 1\na: 2\n---\n", "invalid YAML: duplicate key 'a'"),
+        (b"---\n- a\n- b\n---\n", "frontmatter is a list, not a mapping"),
+        (b"---\njust text\n---\n", "frontmatter is a str, not a mapping"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file, not UTF-8 text"),
+        (b"---\ntitle: caf\xe9\n---\n", "not valid UTF-8 (byte 14)"),
+        (b"---\nt: !custom x\n---\n", "invalid YAML: "),
+    ],
+)
 def test_bad_frontmatter_raises_a_one_line_reason(data, reason):
     with pytest.raises(FrontmatterError) as info:
         parse_frontmatter(data)
@@ -64,8 +70,9 @@ def test_split_accepts_crlf_and_trailing_spaces_on_fences():
     assert block == "title: x\r\n" and body == "body\r\n" and line == 4
 
 
-@pytest.mark.parametrize("data", [b"---\nkind: [unclosed\n---\n", b"---\nkind: concept\n", b"\x00\x01binary",
-                                  b"---\nkind: caf\xe9\n---\n"])
+@pytest.mark.parametrize(
+    "data", [b"---\nkind: [unclosed\n---\n", b"---\nkind: concept\n", b"\x00\x01binary", b"---\nkind: caf\xe9\n---\n"]
+)
 def test_bad_note_frontmatter_is_a_problem_naming_the_file(tmp_path, data):
     kb = make_kb(tmp_path / "kb")
     kb.note_path("broken").write_bytes(data)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from tests.testing.cli import run_kb, run_kb_process
 from tests.testing.gitrepo import git
 from tests.testing.kbfactory import BREAKERS, MANIFEST, RAW_DIR, make_kb, sha256_bytes

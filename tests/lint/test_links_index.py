@@ -13,25 +13,35 @@ def problems(kb) -> list[str]:
 
 def test_relative_and_site_links_resolve_and_broken_ones_are_named(tmp_path):
     kb = make_kb(tmp_path / "kb")
-    body = "\n".join([
-        "# links",
-        "[ok relative](./note-1.md) [ok no suffix](note-2) [ok raw](../../raw/zh-cn/source-1.md)",
-        "[ok site](/note/note-1/) [ok anchor](/note/note-2#part) [ok locale](/zh-cn/note/note-1)",
-        "[external](https://example.com/x) [mail](mailto:a@example.com) [here](#top) [page](/kb)",
-        "![img](./missing.png) [gone](./no-such.md) [site gone](/note/no-such-note)",
-        "[ref]: ../../raw/zh-cn/nope.md",
-        "`[in code](./code.md)`",
-        "```",
-        "[in fence](./fence.md)",
-        "```",
-        "[other locale](/en/note/note-1)",
-    ])
+    body = "\n".join(
+        [
+            "# links",
+            "[ok relative](./note-1.md) [ok no suffix](note-2) [ok raw](../../raw/zh-cn/source-1.md)",
+            "[ok site](/note/note-1/) [ok anchor](/note/note-2#part) [ok locale](/zh-cn/note/note-1)",
+            "[external](https://example.com/x) [mail](mailto:a@example.com) [here](#top) [page](/kb)",
+            "![img](./missing.png) [gone](./no-such.md) [site gone](/note/no-such-note)",
+            "[ref]: ../../raw/zh-cn/nope.md",
+            "`[in code](./code.md)`",
+            "```",
+            "[in fence](./fence.md)",
+            "```",
+            "[other locale](/en/note/note-1)",
+        ]
+    )
     kb.add_note("linker", body=body, related=["note-1", "missing-related"])
     kb.write_index()
     found = [p for p in problems(kb) if p.startswith("wiki page zh-cn/linker.md has broken link: ")]
     targets = sorted(p.rsplit(": ", 1)[1] for p in found)
-    assert targets == sorted(["./missing.png", "./no-such.md", "/note/no-such-note", "../../raw/zh-cn/nope.md",
-                              "/en/note/note-1", "missing-related"])
+    assert targets == sorted(
+        [
+            "./missing.png",
+            "./no-such.md",
+            "/note/no-such-note",
+            "../../raw/zh-cn/nope.md",
+            "/en/note/note-1",
+            "missing-related",
+        ]
+    )
 
 
 def test_site_links_of_a_translation_fall_back_to_the_canonical_locale(tmp_path):

@@ -22,14 +22,17 @@ def test_sha256sum_two_space_format_and_blank_lines_parse():
     assert manifest.issues == ()
 
 
-@pytest.mark.parametrize("line,reason", [
-    ("A" * 64 + " x.md", "not '<sha256> <path>'"),
-    ("abc x.md", "not '<sha256> <path>'"),
-    (SHA, "not '<sha256> <path>'"),
-    (SHA + " ../../etc/passwd", "path leaves the raw root"),
-    (SHA + " /etc/passwd", "absolute path"),
-    (SHA + " zh-cn/./a.md", "path is not normalised"),
-])
+@pytest.mark.parametrize(
+    "line,reason",
+    [
+        ("A" * 64 + " x.md", "not '<sha256> <path>'"),
+        ("abc x.md", "not '<sha256> <path>'"),
+        (SHA, "not '<sha256> <path>'"),
+        (SHA + " ../../etc/passwd", "path leaves the raw root"),
+        (SHA + " /etc/passwd", "absolute path"),
+        (SHA + " zh-cn/./a.md", "path is not normalised"),
+    ],
+)
 def test_malformed_or_unsafe_lines_are_issues(line, reason):
     manifest = parse_manifest(line + "\n")
     assert manifest.entries == ()
@@ -92,7 +95,7 @@ def test_symlinked_folder_out_of_the_raw_root_is_reported(tmp_path):
 
 def test_hash_is_over_bytes_not_reencoded_text(tmp_path):
     kb = make_kb(tmp_path / "kb")
-    data = "---\ntitle: x\ncapturedAt: 2026-08-07\nsourceType: gist\nsourceUrl: https://example.com\n---\n".encode()
+    data = b"---\ntitle: x\ncapturedAt: 2026-08-07\nsourceType: gist\nsourceUrl: https://example.com\n---\n"
     data += b"caf\xc3\xa9 \xff\xfe not utf-8 in the body\r\n"
     kb.add_raw("bytes-source", text=data)
     kb.write_index()
@@ -122,8 +125,9 @@ def test_append_completes_a_last_line_without_newline(tmp_path):
     assert len(parse_manifest(kb.manifest.read_text()).entries) == 3
 
 
-@pytest.mark.parametrize("rel,sha", [("../x.md", SHA), ("/abs.md", SHA), ("zh-cn/x.md", "XYZ"),
-                                     ("zh-cn/source-1.md", SHA)])
+@pytest.mark.parametrize(
+    "rel,sha", [("../x.md", SHA), ("/abs.md", SHA), ("zh-cn/x.md", "XYZ"), ("zh-cn/source-1.md", SHA)]
+)
 def test_append_refuses_unsafe_bad_or_conflicting_lines(tmp_path, rel, sha):
     kb = make_kb(tmp_path / "kb")
     before = kb.manifest.read_bytes()

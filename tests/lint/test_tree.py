@@ -7,8 +7,18 @@ from tests.testing.gitrepo import write
 
 
 def test_scan_names_files_by_locale_and_slug_in_path_order(tmp_path):
-    for rel in ("zh-cn/b.md", "zh-cn/a.md", "en/a.md", "zh-cn/series/part-1.md", "top.md",
-                "zh-cn/_draft.md", "_drafts/x.md", ".hidden/x.md", "zh-cn/.x.md", "zh-cn/image.png"):
+    for rel in (
+        "zh-cn/b.md",
+        "zh-cn/a.md",
+        "en/a.md",
+        "zh-cn/series/part-1.md",
+        "top.md",
+        "zh-cn/_draft.md",
+        "_drafts/x.md",
+        ".hidden/x.md",
+        "zh-cn/.x.md",
+        "zh-cn/image.png",
+    ):
         write(tmp_path / rel, "x\n")
     layer = scan_layer(tmp_path)
     assert [(f.rel, f.locale, f.slug) for f in layer.files] == [

@@ -21,7 +21,10 @@ def test_jsonl_lines_get_redacted_text_and_their_labels(tmp_path):
     assert result.code == 0
     records = [json.loads(line) for line in result.out.splitlines()]
     assert records == [
-        {"text": "password=<REDACTED_PASSWORD> at <PRIVATE_PATH>", "redactions": ["<REDACTED_PASSWORD>", "<PRIVATE_PATH>"]},
+        {
+            "text": "password=<REDACTED_PASSWORD> at <PRIVATE_PATH>",
+            "redactions": ["<REDACTED_PASSWORD>", "<PRIVATE_PATH>"],
+        },
         {"text": "nothing here", "redactions": []},
     ]
 

@@ -24,25 +24,66 @@ def test_redacts_credentials_identity_hosts_paths_and_private_repositories():
     openai_key = join(["sk-", "a" * 16])
     github_token = join(["gh", "p_", "b" * 16])
     sensitive = [
-        openai_key, github_token, "opaque-value", "hunter2", "dsn-password", "redis-password",
-        "json-password", "json-cookie", "json-api-key", "api-escaped", "token-escaped", "password-escaped",
-        "alice", "db.internal", "192.168.1.2", "::1", "fe80::1", "fd00::42", "localhost", "buildbox",
-        "architecture-review-output", "private-repo", "corp-fs", ".config/app", ".omp/store", "user:pass",
-        "private/repo", "db.example",
+        openai_key,
+        github_token,
+        "opaque-value",
+        "hunter2",
+        "dsn-password",
+        "redis-password",
+        "json-password",
+        "json-cookie",
+        "json-api-key",
+        "api-escaped",
+        "token-escaped",
+        "password-escaped",
+        "alice",
+        "db.internal",
+        "192.168.1.2",
+        "::1",
+        "fe80::1",
+        "fd00::42",
+        "localhost",
+        "buildbox",
+        "architecture-review-output",
+        "private-repo",
+        "corp-fs",
+        ".config/app",
+        ".omp/store",
+        "user:pass",
+        "private/repo",
+        "db.example",
     ]
-    text = "\n".join([
-        "OPENAI_API_KEY=" + openai_key, "APP_TOKEN=" + github_token, "NPM_TOKEN=opaque-value",
-        "NACOS_PASSWORD=hunter2",
-        "postgres://dbuser:" + "dsn-password@db.example/app", "redis://:" + "redis-password@localhost:6379/0",
-        json.dumps({"password": "json-password", "cookie": "json-cookie", "api_key": "json-api-key"}),
-        json.dumps({"api_key": 'api-"escaped', "token": 'token-"escaped', "password": 'password-"escaped'}),
-        "tokens_saved=42 token_count=10",
-        "contact alice" + "@example.com", "db.internal", "192.168.1.2", "::1", "fe80::1", "fd00::42",
-        "中文" + alice + "/app", ">" + alice + "/redirect", "file:" + alice + "/source",
-        "C:\\Users\\alice\\secret", "D:\\work\\private-repo", "\\\\corp-fs\\private\\file",
-        "~/.config/app", "path:~/.omp/store", "/tmp/architecture-review-output.html",
-        "user" + "@buildbox", "git" + "@github.com:private/repo.git", "https://user:" + "pass@github.com/private/repo.git",
-    ])
+    text = "\n".join(
+        [
+            "OPENAI_API_KEY=" + openai_key,
+            "APP_TOKEN=" + github_token,
+            "NPM_TOKEN=opaque-value",
+            "NACOS_PASSWORD=hunter2",
+            "postgres://dbuser:" + "dsn-password@db.example/app",
+            "redis://:" + "redis-password@localhost:6379/0",
+            json.dumps({"password": "json-password", "cookie": "json-cookie", "api_key": "json-api-key"}),
+            json.dumps({"api_key": 'api-"escaped', "token": 'token-"escaped', "password": 'password-"escaped'}),
+            "tokens_saved=42 token_count=10",
+            "contact alice" + "@example.com",
+            "db.internal",
+            "192.168.1.2",
+            "::1",
+            "fe80::1",
+            "fd00::42",
+            "中文" + alice + "/app",
+            ">" + alice + "/redirect",
+            "file:" + alice + "/source",
+            "C:\\Users\\alice\\secret",
+            "D:\\work\\private-repo",
+            "\\\\corp-fs\\private\\file",
+            "~/.config/app",
+            "path:~/.omp/store",
+            "/tmp/architecture-review-output.html",
+            "user" + "@buildbox",
+            "git" + "@github.com:private/repo.git",
+            "https://user:" + "pass@github.com/private/repo.git",
+        ]
+    )
     result = redact(text)
     for placeholder in PLACEHOLDERS:
         assert placeholder in result.text
@@ -61,8 +102,9 @@ def test_reference_output_is_idempotent():
 # --- reference false positives (anchor §4.1 "False positives", §8 item 19) -------------------
 
 
-@pytest.mark.parametrize("spec", ["astro@latest", "vitest@3", "react@18.2.0", "@types/node@20.11.5",
-                                  "actions/checkout@v4", "eslint@next"])
+@pytest.mark.parametrize(
+    "spec", ["astro@latest", "vitest@3", "react@18.2.0", "@types/node@20.11.5", "actions/checkout@v4", "eslint@next"]
+)
 def test_package_at_version_is_not_an_email(spec):
     assert redact(f"npm i {spec}").text == f"npm i {spec}"
 
@@ -81,11 +123,21 @@ def test_key_colon_slash_value_is_not_a_path():
 
 
 def test_json_keeps_its_structure_and_key_names():
-    record = {"password": "p4ss-" + "word", "cookie": "sid=" + "x9" * 8, "api_key": "k3y-" + "z" * 12,
-              "service": "wiki", "retries": 3}
+    record = {
+        "password": "p4ss-" + "word",
+        "cookie": "sid=" + "x9" * 8,
+        "api_key": "k3y-" + "z" * 12,
+        "service": "wiki",
+        "retries": 3,
+    }
     redacted = json.loads(redact(json.dumps(record)).text)
-    assert redacted == {"password": "<REDACTED_PASSWORD>", "cookie": "<REDACTED_TOKEN>",
-                        "api_key": "<REDACTED_API_KEY>", "service": "wiki", "retries": 3}
+    assert redacted == {
+        "password": "<REDACTED_PASSWORD>",
+        "cookie": "<REDACTED_TOKEN>",
+        "api_key": "<REDACTED_API_KEY>",
+        "service": "wiki",
+        "retries": 3,
+    }
 
 
 def test_variable_names_are_kept_not_replaced_by_generic_ones():
@@ -101,8 +153,20 @@ def test_bearer_header_is_not_swallowed_into_a_generic_assignment():
 # --- reference false negatives (anchor §8 item 20) ---------------------------------------
 
 
-@pytest.mark.parametrize("family", ["jwt", "google-api-key", "npm", "stripe", "github-fine-grained", "gitlab",
-                                    "slack-app", "anthropic", "openai-project"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        "jwt",
+        "google-api-key",
+        "npm",
+        "stripe",
+        "github-fine-grained",
+        "gitlab",
+        "slack-app",
+        "anthropic",
+        "openai-project",
+    ],
+)
 def test_bare_token_outside_an_assignment_is_caught(family):
     secret = make_secret(family, random.Random(family))
     result = redact(f"the value was {secret} yesterday")
@@ -172,7 +236,9 @@ def test_the_account_running_kb_is_a_private_name(monkeypatch):
 
 
 def test_generic_account_names_are_not_private_names():
-    assert redact("cd /home/runner/work; the runner and root user").text == "cd <PRIVATE_PATH>; the runner and root user"
+    assert (
+        redact("cd /home/runner/work; the runner and root user").text == "cd <PRIVATE_PATH>; the runner and root user"
+    )
 
 
 def test_redacted_output_does_not_depend_on_the_machine_account():
@@ -191,11 +257,9 @@ def test_container_default_account_in_a_home_path_is_not_a_name_everywhere():
 
 def test_dotted_versions_survive_and_a_public_address_is_redacted():
     address = ".".join(["203", "0", "114", "7"])
-    text = (f"bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; "
-            f"react@18.2.0; ssh {address}")
+    text = f"bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; react@18.2.0; ssh {address}"
     assert redact(text).text == (
-        "bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; react@18.2.0; "
-        "ssh <PRIVATE_HOST>"
+        "bump 1.2.3 to v1.2.3.4, then 1.2.3.4rc1, 1.2.3.4-beta.2 and 1.2.3.4+build.7; react@18.2.0; ssh <PRIVATE_HOST>"
     )
     # A bare four-part number is indistinguishable from an address: a public one is redacted (reference §8
     # item 20 counts public addresses as a false negative of the reference).

@@ -15,28 +15,58 @@ from kbtools.redact import Redactor, redact
 from tests.testing.secrets import SECRET_FAMILIES, SURROUNDINGS, make_secret, plant, surviving_fragments
 
 SURVIVORS = [
-    "npm create astro@latest", "pnpm add -D vitest@3", "react@18.2.0",
+    "npm create astro@latest",
+    "pnpm add -D vitest@3",
+    "react@18.2.0",
     "see https://docs.python.org/3/library/re.html and https://github.com/org/repo/blob/main/x.py",
-    "/usr/bin/env python3", "/etc/ssl/certs/ca.pem", "/opt/venv/bin/pip", "/proc/cpuinfo",
-    "tokens_saved=42 token_count=10", "max_tokens=4096", "prompt_tokens: 1200",
-    "export API_KEY=${API_KEY}", "API_KEY=$API_KEY", 'key = os.environ["API_KEY"]', "const k = process.env.API_KEY",
-    "token: ${{ secrets.GITHUB_TOKEN }}", "password: {{ vault_db_password }}", "api_key: <YOUR_TOKEN>",
-    "commit 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b", "id 123e4567-e89b-12d3-a456-426614174000",
-    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "version 1.2.3-beta.4",
-    "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b", "idempotency_key=123e4567-e89b-12d3-a456-426614174000",
-    "./relative/path and ../up/one", "std::vector<int> and fcab:12", "public IP 8.8.8.8", "and/or 2024/01/02",
-    "logo@2x.png", "the token is valid", "Basic authentication works", "a password is required",
+    "/usr/bin/env python3",
+    "/etc/ssl/certs/ca.pem",
+    "/opt/venv/bin/pip",
+    "/proc/cpuinfo",
+    "tokens_saved=42 token_count=10",
+    "max_tokens=4096",
+    "prompt_tokens: 1200",
+    "export API_KEY=${API_KEY}",
+    "API_KEY=$API_KEY",
+    'key = os.environ["API_KEY"]',
+    "const k = process.env.API_KEY",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "password: {{ vault_db_password }}",
+    "api_key: <YOUR_TOKEN>",
+    "commit 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
+    "id 123e4567-e89b-12d3-a456-426614174000",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "version 1.2.3-beta.4",
+    "cache_key: 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
+    "idempotency_key=123e4567-e89b-12d3-a456-426614174000",
+    "./relative/path and ../up/one",
+    "std::vector<int> and fcab:12",
+    "public IP 8.8.8.8",
+    "and/or 2024/01/02",
+    "logo@2x.png",
+    "the token is valid",
+    "Basic authentication works",
+    "a password is required",
     "see /note/<slug> and <data>/storage/",
 ]
 
 # Source code that handles secrets without containing one.
 CODE_SURVIVORS = [
-    "client = Client(api_key=api_key, token=token)", "self.token = token", "const token = await getToken()",
-    'headers = {"Authorization": f"Bearer {token}"}', 'headers["Authorization"] = "Bearer " + token',
-    "password: z.string().min(8)", "api_key: SecretStr = Field(default=None)", "token: Optional[str] = None",
-    'def login(password: str = "") -> None:', "secret = get_secret()", "TOKEN=$(gh auth token)",
-    "if token == expected_token:", "def validate(token: CachedLedger, *, strict: bool = False) -> None:",
-    "export async function parse(token: MergedSession, opts: Options) {", "def f(secret: Secret = None): ...",
+    "client = Client(api_key=api_key, token=token)",
+    "self.token = token",
+    "const token = await getToken()",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    'headers["Authorization"] = "Bearer " + token',
+    "password: z.string().min(8)",
+    "api_key: SecretStr = Field(default=None)",
+    "token: Optional[str] = None",
+    'def login(password: str = "") -> None:',
+    "secret = get_secret()",
+    "TOKEN=$(gh auth token)",
+    "if token == expected_token:",
+    "def validate(token: CachedLedger, *, strict: bool = False) -> None:",
+    "export async function parse(token: MergedSession, opts: Options) {",
+    "def f(secret: Secret = None): ...",
 ]
 
 
@@ -59,7 +89,10 @@ def test_quoted_authorization_header_keeps_its_scheme_word():
 def test_configured_public_prefix_and_allow_list_are_honoured():
     text = "logs in /data/shared/logs and /home/bob/x, host build.corp and db.corp"
     config = RedactionConfig(public_path_prefixes=("/data/",), allow=("build.corp",))
-    assert Redactor(config).redact(text).text == "logs in /data/shared/logs and <PRIVATE_PATH>, host build.corp and <PRIVATE_HOST>"
+    assert (
+        Redactor(config).redact(text).text
+        == "logs in /data/shared/logs and <PRIVATE_PATH>, host build.corp and <PRIVATE_HOST>"
+    )
 
 
 def test_json_number_value_under_a_secret_key_stays_valid_json():
@@ -113,8 +146,24 @@ def test_non_ascii_lowercase_expansion_falls_back_to_a_full_scan():
 # --- properties -------------------------------------------------------------------------
 
 _ALPHABET = st.sampled_from(
-    list("abcXYZ019 _-=:/@.\\\"'{}\n\t~<>İ中") + ["token", "password", "api_key", "gh" + "p_", "/home/", "localhost",
-                                                 "::1", "@", "Bearer ", "eyJ", "sk-", "AKIA", "C:\\", "\\n", "file:"]
+    list("abcXYZ019 _-=:/@.\\\"'{}\n\t~<>İ中")
+    + [
+        "token",
+        "password",
+        "api_key",
+        "gh" + "p_",
+        "/home/",
+        "localhost",
+        "::1",
+        "@",
+        "Bearer ",
+        "eyJ",
+        "sk-",
+        "AKIA",
+        "C:\\",
+        "\\n",
+        "file:",
+    ]
 )
 texts = st.lists(_ALPHABET, max_size=60).map("".join)
 
@@ -143,8 +192,11 @@ def test_every_generated_secret_of_a_family_is_redacted_in_every_surrounding(fam
 
 
 @settings(max_examples=40, deadline=None)
-@given(family=st.sampled_from(sorted(SECRET_FAMILIES)), surrounding=st.sampled_from(sorted(SURROUNDINGS)),
-       seed=st.integers(0, 2**32))
+@given(
+    family=st.sampled_from(sorted(SECRET_FAMILIES)),
+    surrounding=st.sampled_from(sorted(SURROUNDINGS)),
+    seed=st.integers(0, 2**32),
+)
 def test_a_generated_secret_survives_in_no_surrounding(family, surrounding, seed):
     secret = make_secret(family, random.Random(seed))
     text = plant(secret, surrounding, name=SECRET_FAMILIES[family].name)
@@ -176,7 +228,9 @@ def test_each_family_is_reported_as_its_own_kind(family):
 @given(texts)
 def test_anchored_rules_find_what_a_full_scan_finds(text):
     redactor = Redactor()
-    scanned = [span for index, rule in enumerate(redactor.rules) for span in redactor._rule_spans(text, None, index, rule)]
+    scanned = [
+        span for index, rule in enumerate(redactor.rules) for span in redactor._rule_spans(text, None, index, rule)
+    ]
     assert redactor.spans(text) == (redactor._merge(scanned) if scanned else [])
 
 
@@ -224,23 +278,55 @@ def test_keyword_index_finds_what_one_by_one_search_finds(text):
     assert fallback.present(lower) == index.present(lower)
 
 
-_KEYS = st.sampled_from(["password", "token", "api_key", "apiKey", "cookie", "secret", "AWS_SECRET_ACCESS_KEY",
-                         "path", "note", "user", "url", "host", "Authorization"])
-_VALUES = st.one_of(
-    st.text(alphabet=st.sampled_from(list('ab1Z/\\\\"\' :@.~-_<>{}[],\n\t') + ["中", "\u2028"]), max_size=30),
-    st.sampled_from(["/home/bob/x", "bob@example.com", "10.0.0.2", "Bearer abcDEF123456789", "::1", "C:\\Users\\bob",
-                     "https://u:p@h.example/x", "~/.ssh/id_rsa", "${TOKEN}"]),
-    st.integers(), st.booleans(), st.none(),
+_KEYS = st.sampled_from(
+    [
+        "password",
+        "token",
+        "api_key",
+        "apiKey",
+        "cookie",
+        "secret",
+        "AWS_SECRET_ACCESS_KEY",
+        "path",
+        "note",
+        "user",
+        "url",
+        "host",
+        "Authorization",
+    ]
 )
-_JSON = st.recursive(st.dictionaries(_KEYS, _VALUES, max_size=4), lambda inner: st.dictionaries(_KEYS, inner, max_size=3),
-                     max_leaves=8)
+_VALUES = st.one_of(
+    st.text(alphabet=st.sampled_from(list("ab1Z/\\\\\"' :@.~-_<>{}[],\n\t") + ["中", "\u2028"]), max_size=30),
+    st.sampled_from(
+        [
+            "/home/bob/x",
+            "bob@example.com",
+            "10.0.0.2",
+            "Bearer abcDEF123456789",
+            "::1",
+            "C:\\Users\\bob",
+            "https://u:p@h.example/x",
+            "~/.ssh/id_rsa",
+            "${TOKEN}",
+        ]
+    ),
+    st.integers(),
+    st.booleans(),
+    st.none(),
+)
+_JSON = st.recursive(
+    st.dictionaries(_KEYS, _VALUES, max_size=4), lambda inner: st.dictionaries(_KEYS, inner, max_size=3), max_leaves=8
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_JSON)
 def test_valid_json_stays_valid_json_and_keeps_its_keys(document):
-    for encoded in (json.dumps(document), json.dumps(document, ensure_ascii=False),
-                    json.dumps({"content": json.dumps(document)})):
+    for encoded in (
+        json.dumps(document),
+        json.dumps(document, ensure_ascii=False),
+        json.dumps({"content": json.dumps(document)}),
+    ):
         out = redact(encoded).text
         decoded = json.loads(out)
         if encoded.startswith('{"content"'):

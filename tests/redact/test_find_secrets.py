@@ -17,7 +17,10 @@ def test_credentials_are_reported_with_their_kind_and_full_span():
     token = make_secret("github-classic", 1)
     text = f"export GH_CLI_VALUE={token}\npassword: hunter2"
     hits = find_secrets(text)
-    assert [(text[h.start:h.end], h.kind) for h in hits] == [(token, "github-token"), ("hunter2", "password-assignment")]
+    assert [(text[h.start : h.end], h.kind) for h in hits] == [
+        (token, "github-token"),
+        ("hunter2", "password-assignment"),
+    ]
 
 
 def test_placeholders_are_not_secrets():

@@ -90,7 +90,11 @@ def test_problems_are_in_file_and_line_order_and_never_repeat():
         ("note/b.md", [(5, f"x {token}"), (2, f"y {token}")]),
         ("note/a.md", [(9, f"z {token}"), (9, f"z {token}")]),
     ]
-    assert [(p.path, p.line) for p in secret_problems(changes)] == [("note/a.md", 9), ("note/b.md", 2), ("note/b.md", 5)]
+    assert [(p.path, p.line) for p in secret_problems(changes)] == [
+        ("note/a.md", 9),
+        ("note/b.md", 2),
+        ("note/b.md", 5),
+    ]
 
 
 def test_line_numbers_follow_gaps_between_changed_lines():

@@ -13,7 +13,7 @@ from kbtools.redact.rules import CREDENTIAL, rules_fingerprint
 # Any edit of kbtools/redact/rules.py or engine.py changes the fingerprint. When the edit can
 # change redacted output, bump REDACTION_VERSION (ingest reuses a ledger only when its
 # redaction_status ends with the current version); then record the new pair here.
-PINNED = ("kb3", "056bd8cbd17b84a4")
+PINNED = ("kb3", "5dea04dbe69f3c5b")
 
 
 def _ids(rules):
@@ -26,11 +26,26 @@ def test_rule_ids_are_unique_and_placeholders_are_the_contracts():
 
 
 def test_contract_categories_come_first_in_the_contracts_order():
-    contract_order = ["private-key", "url-password", "ssh-remote", "api-key-assignment", "openai-api-key",
-                      "aws-access-key-id", "http-auth", "github-token", "slack-token", "secret-assignment"]
+    contract_order = [
+        "private-key",
+        "url-password",
+        "ssh-remote",
+        "api-key-assignment",
+        "openai-api-key",
+        "aws-access-key-id",
+        "http-auth",
+        "github-token",
+        "slack-token",
+        "secret-assignment",
+    ]
     assert _ids(RULES)[: len(contract_order)] == contract_order
-    assert _ids(RULES).index("password-assignment") < _ids(RULES).index("email") < _ids(RULES).index(
-        "private-ipv4") < _ids(RULES).index("posix-path") < _ids(RULES).index("jwt")
+    assert (
+        _ids(RULES).index("password-assignment")
+        < _ids(RULES).index("email")
+        < _ids(RULES).index("private-ipv4")
+        < _ids(RULES).index("posix-path")
+        < _ids(RULES).index("jwt")
+    )
 
 
 @pytest.mark.parametrize("rule", RULES, ids=_ids(RULES))

@@ -205,7 +205,7 @@ def test_probe_text_output_shows_histogram_and_rates(tmp_path):
     assert lines[0] == "identifier-retention probe over HEAD: 2 note rewrite(s)"
     assert "     1         1   50.0%" in lines and "     3         1   50.0%" in lines
     assert "        3        1   50.0%  (current)" in lines
-    assert any("TRIAL-CLOSE-RUNBOOK.md" in line for line in lines[lines.index("largest losses:"):])
+    assert any("TRIAL-CLOSE-RUNBOOK.md" in line for line in lines[lines.index("largest losses:") :])
 
 
 def test_probe_of_an_empty_repository_and_a_bad_range(tmp_path):

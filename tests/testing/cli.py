@@ -49,7 +49,11 @@ def run_kb_process(
     """Subprocess: `python -m kbtools ...`."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
     proc = subprocess.run(
-        kb_command(*args), cwd=cwd, input=data, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, timeout=timeout,
+        kb_command(*args),
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))

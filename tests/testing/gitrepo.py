@@ -7,9 +7,7 @@ from pathlib import Path
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
     return proc.stdout
 
 

@@ -142,8 +142,15 @@ class Kb:
         return self.note_root / (locale or self.locale) / f"{slug}.md"
 
     # -- building ---------------------------------------------------------
-    def add_raw(self, slug: str, *, locale: str | None = None, register: bool = True, text: str | bytes | None = None,
-                **fields: object) -> Path:
+    def add_raw(
+        self,
+        slug: str,
+        *,
+        locale: str | None = None,
+        register: bool = True,
+        text: str | bytes | None = None,
+        **fields: object,
+    ) -> Path:
         """Write a raw file (``raw_text`` fields as keywords) and, if ``register``, its manifest line."""
         locale = locale or self.locale
         path = self.raw_path(slug, locale)
@@ -164,15 +171,34 @@ class Kb:
             fh.write(line + "\n")
         return line
 
-    def add_note(self, slug: str, *, locale: str | None = None, kind: str | None = "concept",
-                 status: str | None = "active", sources: Sequence[str] | None = None,
-                 related: Sequence[str] = (), list_style: str = "quoted", body: str | None = None,
-                 title: str | None = None, extra: str = "") -> Path:
+    def add_note(
+        self,
+        slug: str,
+        *,
+        locale: str | None = None,
+        kind: str | None = "concept",
+        status: str | None = "active",
+        sources: Sequence[str] | None = None,
+        related: Sequence[str] = (),
+        list_style: str = "quoted",
+        body: str | None = None,
+        title: str | None = None,
+        extra: str = "",
+    ) -> Path:
         locale = locale or self.locale
         if sources is None:
             sources = [next(iter(self.raw))] if self.raw else []
-        text = note_text(slug, title=title, kind=kind, status=status, sources=sources, related=related,
-                         list_style=list_style, body=body, extra=extra)
+        text = note_text(
+            slug,
+            title=title,
+            kind=kind,
+            status=status,
+            sources=sources,
+            related=related,
+            list_style=list_style,
+            body=body,
+            extra=extra,
+        )
         path = write(self.note_path(slug, locale), text)
         if locale == self.locale:
             plain_status = status.strip("\"'") if status else status  # a quoted YAML status is the same status
@@ -260,6 +286,7 @@ def make_kb(
 
 
 # -- breakers: one per check of SPEC §3; each returns the expected message ------------
+
 
 def _break_manifest_missing(kb: Kb) -> str:
     kb.manifest.unlink()

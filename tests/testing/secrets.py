@@ -70,52 +70,105 @@ class SecretFamily:
 SECRET_FAMILIES: dict[str, SecretFamily] = {
     "private-key": SecretFamily(_pem, "TLS_KEY_PEM", "private-key", "<REDACTED_TOKEN>"),
     "openai-legacy": SecretFamily(
-        lambda r: "sk" + "-" + rand(r, ALNUM, 48), "LLM_CLIENT_VALUE", "openai-api-key", "<REDACTED_API_KEY>"),
+        lambda r: "sk" + "-" + rand(r, ALNUM, 48), "LLM_CLIENT_VALUE", "openai-api-key", "<REDACTED_API_KEY>"
+    ),
     "aws-access-key-id": SecretFamily(
-        lambda r: "AK" + "IA" + rand(r, UPPER_DIGITS, 16), "AWS_ID_VALUE", "aws-access-key-id", "<REDACTED_API_KEY>"),
+        lambda r: "AK" + "IA" + rand(r, UPPER_DIGITS, 16), "AWS_ID_VALUE", "aws-access-key-id", "<REDACTED_API_KEY>"
+    ),
     "github-classic": SecretFamily(
-        lambda r: "gh" + r.choice("pousr") + "_" + rand(r, ALNUM, 36), "GH_CLI_VALUE", "github-token",
-        "<REDACTED_TOKEN>"),
+        lambda r: "gh" + r.choice("pousr") + "_" + rand(r, ALNUM, 36),
+        "GH_CLI_VALUE",
+        "github-token",
+        "<REDACTED_TOKEN>",
+    ),
     "slack-bot": SecretFamily(
-        lambda r: "xo" + "xb-" + rand(r, string.digits, 12) + "-" + rand(r, string.digits, 13) + "-"
-        + rand(r, ALNUM, 24), "SLACK_VALUE", "slack-token", "<REDACTED_TOKEN>"),
+        lambda r: (
+            "xo" + "xb-" + rand(r, string.digits, 12) + "-" + rand(r, string.digits, 13) + "-" + rand(r, ALNUM, 24)
+        ),
+        "SLACK_VALUE",
+        "slack-token",
+        "<REDACTED_TOKEN>",
+    ),
     "jwt": SecretFamily(_jwt, "SESSION_VALUE", "jwt", "<REDACTED_TOKEN>"),
     "google-api-key": SecretFamily(
-        lambda r: "AI" + "za" + rand(r, B64URL, 35), "MAPS_VALUE", "google-api-key", "<REDACTED_API_KEY>"),
+        lambda r: "AI" + "za" + rand(r, B64URL, 35), "MAPS_VALUE", "google-api-key", "<REDACTED_API_KEY>"
+    ),
     "github-fine-grained": SecretFamily(
-        lambda r: "github" + "_pat_" + rand(r, ALNUM, 22) + "_" + rand(r, ALNUM, 59), "GH_PAT_VALUE",
-        "github-fine-grained-token", "<REDACTED_TOKEN>"),
+        lambda r: "github" + "_pat_" + rand(r, ALNUM, 22) + "_" + rand(r, ALNUM, 59),
+        "GH_PAT_VALUE",
+        "github-fine-grained-token",
+        "<REDACTED_TOKEN>",
+    ),
     "gitlab": SecretFamily(
-        lambda r: "gl" + "pat-" + rand(r, ALNUM, 20), "GL_VALUE", "gitlab-token", "<REDACTED_TOKEN>"),
+        lambda r: "gl" + "pat-" + rand(r, ALNUM, 20), "GL_VALUE", "gitlab-token", "<REDACTED_TOKEN>"
+    ),
     "npm": SecretFamily(
-        lambda r: "np" + "m_" + rand(r, ALNUM, 36), "NPM_CONFIG_VALUE", "npm-token", "<REDACTED_TOKEN>"),
+        lambda r: "np" + "m_" + rand(r, ALNUM, 36), "NPM_CONFIG_VALUE", "npm-token", "<REDACTED_TOKEN>"
+    ),
     "stripe": SecretFamily(
-        lambda r: r.choice(["sk", "rk"]) + "_" + "live_" + rand(r, ALNUM, 24), "STRIPE_VALUE", "stripe-key",
-        "<REDACTED_API_KEY>"),
+        lambda r: r.choice(["sk", "rk"]) + "_" + "live_" + rand(r, ALNUM, 24),
+        "STRIPE_VALUE",
+        "stripe-key",
+        "<REDACTED_API_KEY>",
+    ),
     "slack-app": SecretFamily(
-        lambda r: "xa" + "pp-1-" + rand(r, UPPER_DIGITS, 11) + "-" + rand(r, string.digits, 13) + "-"
-        + rand(r, LOWER_DIGITS, 64), "SLACK_APP_VALUE", "slack-app-token", "<REDACTED_TOKEN>"),
+        lambda r: (
+            "xa"
+            + "pp-1-"
+            + rand(r, UPPER_DIGITS, 11)
+            + "-"
+            + rand(r, string.digits, 13)
+            + "-"
+            + rand(r, LOWER_DIGITS, 64)
+        ),
+        "SLACK_APP_VALUE",
+        "slack-app-token",
+        "<REDACTED_TOKEN>",
+    ),
     "anthropic": SecretFamily(
-        lambda r: "sk" + "-ant-api03-" + rand(r, B64URL, 93) + "AA", "CLAUDE_VALUE", "anthropic-api-key",
-        "<REDACTED_API_KEY>"),
+        lambda r: "sk" + "-ant-api03-" + rand(r, B64URL, 93) + "AA",
+        "CLAUDE_VALUE",
+        "anthropic-api-key",
+        "<REDACTED_API_KEY>",
+    ),
     "openai-project": SecretFamily(
-        lambda r: "sk" + "-proj-" + rand(r, B64URL, 120), "OPENAI_PROJECT_VALUE", "openai-project-key",
-        "<REDACTED_API_KEY>"),
+        lambda r: "sk" + "-proj-" + rand(r, B64URL, 120),
+        "OPENAI_PROJECT_VALUE",
+        "openai-project-key",
+        "<REDACTED_API_KEY>",
+    ),
     "huggingface": SecretFamily(
-        lambda r: "hf" + "_" + rand(r, ALNUM, 34), "HF_HUB_VALUE", "huggingface-token", "<REDACTED_TOKEN>"),
+        lambda r: "hf" + "_" + rand(r, ALNUM, 34), "HF_HUB_VALUE", "huggingface-token", "<REDACTED_TOKEN>"
+    ),
     "pypi": SecretFamily(
-        lambda r: "py" + "pi-AgEIcHlwaS5vcmc" + rand(r, B64URL, 70), "TWINE_VALUE", "pypi-token", "<REDACTED_TOKEN>"),
+        lambda r: "py" + "pi-AgEIcHlwaS5vcmc" + rand(r, B64URL, 70), "TWINE_VALUE", "pypi-token", "<REDACTED_TOKEN>"
+    ),
     "sendgrid": SecretFamily(
-        lambda r: "SG" + "." + rand(r, B64URL, 22) + "." + rand(r, B64URL, 43), "MAIL_VALUE", "sendgrid-api-key",
-        "<REDACTED_API_KEY>"),
+        lambda r: "SG" + "." + rand(r, B64URL, 22) + "." + rand(r, B64URL, 43),
+        "MAIL_VALUE",
+        "sendgrid-api-key",
+        "<REDACTED_API_KEY>",
+    ),
     "slack-webhook": SecretFamily(
-        lambda r: "https://hooks.slack.com/services/T" + rand(r, UPPER_DIGITS, 10) + "/B" + rand(r, UPPER_DIGITS, 10)
-        + "/" + rand(r, ALNUM, 24), "ALERTS_HOOK_URL", "webhook-url", "<REDACTED_TOKEN>"),
+        lambda r: (
+            "https://hooks.slack.com/services/T"
+            + rand(r, UPPER_DIGITS, 10)
+            + "/B"
+            + rand(r, UPPER_DIGITS, 10)
+            + "/"
+            + rand(r, ALNUM, 24)
+        ),
+        "ALERTS_HOOK_URL",
+        "webhook-url",
+        "<REDACTED_TOKEN>",
+    ),
     # No shape of its own: caught because of the name it is assigned to.
     "high-entropy-secret": SecretFamily(
-        lambda r: rand(r, B64, 40), "AWS_SECRET_ACCESS_KEY", "secret-name-high-entropy", "<REDACTED_TOKEN>"),
+        lambda r: rand(r, B64, 40), "AWS_SECRET_ACCESS_KEY", "secret-name-high-entropy", "<REDACTED_TOKEN>"
+    ),
     "password": SecretFamily(
-        lambda r: rand(r, ALNUM, r.randrange(10, 20)), "DB_PASSWORD", "password-assignment", "<REDACTED_PASSWORD>"),
+        lambda r: rand(r, ALNUM, r.randrange(10, 20)), "DB_PASSWORD", "password-assignment", "<REDACTED_PASSWORD>"
+    ),
 }
 
 
@@ -125,8 +178,8 @@ def surviving_fragments(secret: str, text: str, width: int = 12) -> list[str]:
     found = []
     for line in secret.splitlines():
         for i in range(len(line) - width + 1):
-            if line[i:i + width] in text:
-                found.append(line[i:i + width])
+            if line[i : i + width] in text:
+                found.append(line[i : i + width])
     return found
 
 
@@ -142,7 +195,7 @@ def _env_dump(secret: str, name: str) -> str:
 
 
 def _dotenv(secret: str, name: str) -> str:
-    return f"# local settings\nDEBUG=true\n{name}=\"{secret}\"\nPORT=8080\n"
+    return f'# local settings\nDEBUG=true\n{name}="{secret}"\nPORT=8080\n'
 
 
 def _curl(secret: str, name: str) -> str:
@@ -167,7 +220,7 @@ def _yaml(secret: str, name: str) -> str:
 
 
 def _toml(secret: str, name: str) -> str:
-    return f"[service]\nname = \"wiki\"\n{name.lower()} = {json.dumps(secret)}\nretries = 3\n"
+    return f'[service]\nname = "wiki"\n{name.lower()} = {json.dumps(secret)}\nretries = 3\n'
 
 
 def _python(secret: str, name: str) -> str:

@@ -34,13 +34,13 @@ import os
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from tests.testing.gitrepo import write
 
-START = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 DEFAULT_CWD = "/home/alice/work/project"
 
 
@@ -232,8 +232,14 @@ class OmpSession(_Conversation):
         out: list[str] = []
         if self.title is not None and self.version >= 3:
             slot = dumps(
-                {"type": "title", "v": 1, "title": self.title, "source": "auto", "updatedAt": iso(self.started),
-                 "pad": ""}
+                {
+                    "type": "title",
+                    "v": 1,
+                    "title": self.title,
+                    "source": "auto",
+                    "updatedAt": iso(self.started),
+                    "pad": "",
+                }
             )
             out.append(slot[:-2] + " " * max(0, 255 - len(slot.encode())) + '"}')
         header: dict[str, Any] = {"type": "session"}
@@ -268,7 +274,9 @@ ENVIRONMENT_CONTEXT = (
     "<environment_context>\n  <cwd>{cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
     "  <sandbox_mode>workspace-write</sandbox_mode>\n  <shell>bash</shell>\n</environment_context>"
 )
-AGENTS_MD = "# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nAlways run the tests before committing.\n</INSTRUCTIONS>"
+AGENTS_MD = (
+    "# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nAlways run the tests before committing.\n</INSTRUCTIONS>"
+)
 PERMISSIONS = "<permissions instructions>\nFilesystem sandboxing: workspace-write.\n</permissions instructions>"
 
 
@@ -351,13 +359,20 @@ class CodexSession(_Conversation):
             call_id = f"call_{self._calls:04d}"
             self._emit(
                 "response_item",
-                {"type": "function_call", "name": "shell", "arguments": dumps({"command": ["bash", "-lc", tool[0]]}),
-                 "call_id": call_id},
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": dumps({"command": ["bash", "-lc", tool[0]]}),
+                    "call_id": call_id,
+                },
             )
             self._emit(
                 "response_item",
-                {"type": "function_call_output", "call_id": call_id,
-                 "output": dumps({"output": tool[1], "metadata": {"exit_code": 0, "duration_seconds": 0.2}})},
+                {
+                    "type": "function_call_output",
+                    "call_id": call_id,
+                    "output": dumps({"output": tool[1], "metadata": {"exit_code": 0, "duration_seconds": 0.2}}),
+                },
             )
         if text:
             self.message("assistant", text)
@@ -454,24 +469,46 @@ class _OpenCodeConversation(_Conversation):
         ms = millis(self.clock.tick())
         data.setdefault("time", {"created": ms})
         message_id = self.ids.new("msg", ms)
-        self.rows.append(_OpenCodeRow("message", {
-            "id": message_id, "session_id": self.session_id, "time_created": ms, "time_updated": ms, "data": data,
-        }))
+        self.rows.append(
+            _OpenCodeRow(
+                "message",
+                {
+                    "id": message_id,
+                    "session_id": self.session_id,
+                    "time_created": ms,
+                    "time_updated": ms,
+                    "data": data,
+                },
+            )
+        )
         return message_id, ms
 
     def part(self, message_id: str, data: dict[str, Any]) -> str:
         ms = millis(self.clock.tick())
         part_id = self.ids.new("prt", ms)
-        self.rows.append(_OpenCodeRow("part", {
-            "id": part_id, "message_id": message_id, "session_id": self.session_id,
-            "time_created": ms, "time_updated": ms, "data": data,
-        }))
+        self.rows.append(
+            _OpenCodeRow(
+                "part",
+                {
+                    "id": part_id,
+                    "message_id": message_id,
+                    "session_id": self.session_id,
+                    "time_created": ms,
+                    "time_updated": ms,
+                    "data": data,
+                },
+            )
+        )
         return part_id
 
     def user(self, text: str, *, synthetic: str = "") -> str:
-        message_id, ms = self._message({
-            "role": "user", "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
-        })
+        message_id, ms = self._message(
+            {
+                "role": "user",
+                "agent": "build",
+                "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
+            }
+        )
         self._last_user = message_id
         self.part(message_id, {"type": "text", "text": text, "time": {"start": ms, "end": ms}})
         if synthetic:
@@ -479,26 +516,46 @@ class _OpenCodeConversation(_Conversation):
         return message_id
 
     def assistant(self, text: str, *, thinking: str = "", tool: tuple[str, str] | None = None) -> str:
-        message_id, ms = self._message({
-            "role": "assistant", "parentID": self._last_user, "modelID": "claude-sonnet-4-5",
-            "providerID": "anthropic", "mode": "build", "agent": "build",
-            "path": {"cwd": self.directory, "root": self.directory}, "cost": 0.0123,
-            "tokens": {"input": 1200, "output": 300, "reasoning": 0, "cache": {"read": 0, "write": 0}},
-            "finish": "stop",
-        })
+        message_id, ms = self._message(
+            {
+                "role": "assistant",
+                "parentID": self._last_user,
+                "modelID": "claude-sonnet-4-5",
+                "providerID": "anthropic",
+                "mode": "build",
+                "agent": "build",
+                "path": {"cwd": self.directory, "root": self.directory},
+                "cost": 0.0123,
+                "tokens": {"input": 1200, "output": 300, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                "finish": "stop",
+            }
+        )
         self.part(message_id, {"type": "step-start", "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904"})
         if thinking:
             self.part(message_id, {"type": "reasoning", "text": thinking, "time": {"start": ms, "end": ms}})
         if text:
             self.part(message_id, {"type": "text", "text": text, "time": {"start": ms, "end": ms}})
         if tool:
-            self.part(message_id, {
-                "type": "tool", "callID": "toolu_01", "tool": "bash",
-                "state": {"status": "completed", "input": {"command": tool[0]}, "output": tool[1],
-                          "title": tool[0], "metadata": {"exit": 0}, "time": {"start": ms, "end": ms}},
-            })
-        self.part(message_id, {"type": "step-finish", "reason": "stop", "cost": 0.0123,
-                               "tokens": {"input": 1200, "output": 300}})
+            self.part(
+                message_id,
+                {
+                    "type": "tool",
+                    "callID": "toolu_01",
+                    "tool": "bash",
+                    "state": {
+                        "status": "completed",
+                        "input": {"command": tool[0]},
+                        "output": tool[1],
+                        "title": tool[0],
+                        "metadata": {"exit": 0},
+                        "time": {"start": ms, "end": ms},
+                    },
+                },
+            )
+        self.part(
+            message_id,
+            {"type": "step-finish", "reason": "stop", "cost": 0.0123, "tokens": {"input": 1200, "output": 300}},
+        )
         return message_id
 
 
@@ -576,10 +633,22 @@ def write_opencode_storage(
     conversation.add(messages)
     ms = millis(started)
     session_file = storage / "session" / project_id / f"{session_id}.json"
-    write_lines(session_file, [dumps({
-        "id": session_id, "slug": "calm-heron", "projectID": project_id, "directory": directory,
-        "title": "Legacy session", "version": "1.1.4", "time": {"created": ms, "updated": millis(conversation.clock.now)},
-    })])
+    write_lines(
+        session_file,
+        [
+            dumps(
+                {
+                    "id": session_id,
+                    "slug": "calm-heron",
+                    "projectID": project_id,
+                    "directory": directory,
+                    "title": "Legacy session",
+                    "version": "1.1.4",
+                    "time": {"created": ms, "updated": millis(conversation.clock.now)},
+                }
+            )
+        ],
+    )
     for row in conversation.rows:
         values = row.values
         if row.table == "message":
@@ -683,18 +752,29 @@ class ClaudeSession(_Conversation):
             last = self.line(
                 "assistant",
                 {
-                    "model": "claude-sonnet-4-5-20250929", "id": message_id, "type": "message", "role": "assistant",
-                    "content": [block], "stop_reason": None, "stop_sequence": None,
-                    "usage": {"input_tokens": 4, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 0,
-                              "output_tokens": 300},
+                    "model": "claude-sonnet-4-5-20250929",
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [block],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": 4,
+                        "cache_creation_input_tokens": 1200,
+                        "cache_read_input_tokens": 0,
+                        "output_tokens": 300,
+                    },
                 },
                 requestId=f"req_011C{self._messages:04d}",
             )
         if tool:
             last = self.line(
                 "user",
-                {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": tool[1],
-                                              "is_error": False}]},
+                {
+                    "role": "user",
+                    "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": tool[1], "is_error": False}],
+                },
                 toolUseResult={"stdout": tool[1], "stderr": "", "interrupted": False, "isImage": False},
             )
         return last
@@ -706,8 +786,16 @@ class ClaudeSession(_Conversation):
         project = claude_dir / "projects" / claude_project_dir(self.cwd)
         lines = [dumps({"type": "summary", "summary": "Fixing the build", "leafUuid": self._last}), *self._lines]
         if self.agent_id is None:
-            lines.append(dumps({"type": "file-history-snapshot", "messageId": self._last,
-                                "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": False}))
+            lines.append(
+                dumps(
+                    {
+                        "type": "file-history-snapshot",
+                        "messageId": self._last,
+                        "snapshot": {"trackedFileBackups": {}},
+                        "isSnapshotUpdate": False,
+                    }
+                )
+            )
             return write_lines(project / f"{self.session_id}.jsonl", lines)
         return write_lines(project / self.session_id / "subagents" / f"agent-{self.agent_id}.jsonl", self._lines)
 
@@ -750,8 +838,9 @@ def hindsight_memory_api(memories: dict[str, list[dict[str, Any]]]) -> Any:
         query = parse_qs(url.query)
         limit, offset = int(query.get("limit", ["100"])[0]), int(query.get("offset", ["0"])[0])
         items = memories.get(bank, [])
-        send_json(handler, {"items": items[offset:offset + limit], "total": len(items), "limit": limit,
-                            "offset": offset})
+        send_json(
+            handler, {"items": items[offset : offset + limit], "total": len(items), "limit": limit, "offset": offset}
+        )
 
     return handle
 

@@ -43,7 +43,6 @@ from kbtools.config import Config
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import error_unit, unavailable_unit
 
-
 Discover = Callable[[SourceSettings], Iterator[SourceRef]]
 Load = Callable[[SourceRef, SourceSettings], SourceUnit]
 Needed = Callable[[SourceSettings], bool]
@@ -117,7 +116,10 @@ def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
         except Exception as exc:
             tool = source.handles[0][0]
             yield SourceRef(
-                tool, "session-store", "unavailable", source.name,
+                tool,
+                "session-store",
+                "unavailable",
+                source.name,
                 payload=f"{tool}_discovery_failed: {type(exc).__name__}",
             )
 

@@ -49,9 +49,16 @@ _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*("(?:[^"\\]|\\.)*")')
 _CWD = re.compile(rb'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
 # User "messages" the harness writes for slash commands, local commands and hooks.
 _HARNESS_PREFIXES = (
-    "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
-    "<local-command-stderr>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
-    "<user-prompt-submit-hook>", "[Request interrupted by user",
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<user-prompt-submit-hook>",
+    "[Request interrupted by user",
 )
 
 
@@ -190,9 +197,7 @@ def _take(obj: dict[str, Any], transcript: _Transcript, budget: ProseBudget) -> 
     content = message.get("content")
     if isinstance(content, str):
         texts = [content]
-    elif isinstance(content, list) and not any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
+    elif isinstance(content, list) and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         texts = _blocks_text(content)
     else:
         return

@@ -170,9 +170,7 @@ def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
     return digest.hexdigest(), st, CHANGED_DURING_READ if changed else ""
 
 
-def unmined_unit(
-    ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str
-) -> SourceUnit:
+def unmined_unit(ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str) -> SourceUnit:
     """A file recorded in the ledgers (hash, stat) but deliberately not parsed."""
     content_hash, st, error = hash_file(Path(ref.locator))
     return SourceUnit(

@@ -103,8 +103,12 @@ def _memories(client: _Client, base: str, bank_id: str) -> Iterator[SourceRef]:
 def _memory_ref(base: str, bank_id: str, item: dict[str, Any]) -> SourceRef:
     memory = Memory(bank_id, _memory_id(item), item, sha256_hex(compact_json(item)))
     return SourceRef(
-        TOOL, "memory", "api", f"{base}\0{bank_id}\0{memory.memory_id}",
-        stat_key=(memory.content_hash,), payload=memory,
+        TOOL,
+        "memory",
+        "api",
+        f"{base}\0{bank_id}\0{memory.memory_id}",
+        stat_key=(memory.content_hash,),
+        payload=memory,
     )
 
 
@@ -123,9 +127,16 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     if ref.record_type == "memory-store":
         error = str(ref.payload)
         return SourceUnit(
-            tool=TOOL, record_type="memory-store", format="api", source_identity=ref.locator,
-            session_identity="unavailable", project_identity="", created_at="", updated_at="",
-            content_hash=sha256_hex("hindsight_unavailable"), error=error,
+            tool=TOOL,
+            record_type="memory-store",
+            format="api",
+            source_identity=ref.locator,
+            session_identity="unavailable",
+            project_identity="",
+            created_at="",
+            updated_at="",
+            content_hash=sha256_hex("hindsight_unavailable"),
+            error=error,
         )
     memory: Memory = ref.payload
     item = memory.item
@@ -185,7 +196,7 @@ class _Client:
                     raise HindsightUnavailable(f"HTTP {exc.code}") from None
                 last = f"HTTP {exc.code}"
                 continue
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 last = f"timed out ({self.timeout:g}s)"
                 continue
             except urllib.error.URLError as exc:

@@ -177,9 +177,7 @@ def _active_branch(entries: list[_Entry]) -> list[Record]:
     while current is not None and current not in on_path and current in parents:
         on_path.add(current)
         current = parents[current]
-    return [
-        e.record for e in entries if e.record is not None and (e.entry_id is None or e.entry_id in on_path)
-    ]
+    return [e.record for e in entries if e.record is not None and (e.entry_id is None or e.entry_id in on_path)]
 
 
 def _load_advisor(ref: SourceRef, settings: SourceSettings) -> SourceUnit:

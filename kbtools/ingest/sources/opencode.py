@@ -108,7 +108,11 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
         for (session_id, project), version in listing:
             covered.add(session_id)
             yield SourceRef(
-                TOOL, "session", "sqlite", f"{db}\0{session_id}", stat_key=version,
+                TOOL,
+                "session",
+                "sqlite",
+                f"{db}\0{session_id}",
+                stat_key=version,
                 payload=_DbSession(str(db), session_id, project),
             )
     if storage_dir is not None and all_readable:
@@ -139,9 +143,11 @@ def _list_sessions(db: Path) -> list[tuple[tuple[str, str], tuple[Any, ...]]]:
             # Its own index (part_session_idx): four times faster than through message.
             parts = dict(conn.execute("SELECT session_id, count(*) FROM part GROUP BY session_id"))
         else:  # a schema whose part table lacks session_id
-            parts = dict(conn.execute(
-                "SELECT m.session_id, count(*) FROM part p JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
-            ))
+            parts = dict(
+                conn.execute(
+                    "SELECT m.session_id, count(*) FROM part p JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
+                )
+            )
         listing = []
         for session_id, project_id, cwd, updated in conn.execute(
             f"SELECT id, project_id, {directory}, time_updated FROM session ORDER BY id"
@@ -269,10 +275,12 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         session_row = dict(zip(names, row))
         digest.update(compact_json(session_row).encode())
         messages: dict[str, tuple[str, Any, int] | None] = {}
-        for index, (message_id, created, data) in enumerate(conn.execute(
-            "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
-            (session.session_id,),
-        )):
+        for index, (message_id, created, data) in enumerate(
+            conn.execute(
+                "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
+                (session.session_id,),
+            )
+        ):
             digest.update(f"\0m\0{message_id}\0{created}\0".encode())
             digest.update(_bytes(data))
             try:
@@ -307,8 +315,12 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
     finally:
         conn.close()
     unit = collector.unit(
-        ref, session.session_id, session.project, digest.hexdigest(),
-        session_row.get("time_created"), session_row.get("time_updated"),
+        ref,
+        session.session_id,
+        session.project,
+        digest.hexdigest(),
+        session_row.get("time_created"),
+        session_row.get("time_updated"),
     )
     # The version of the snapshot read, in discovery's terms.
     unit.stat_key = (session_row.get("time_updated"), len(messages), part_count)
@@ -388,6 +400,4 @@ def _load_storage(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     except OSError as exc:
         return _failed(ref, session_id, str(project), read_error(exc))
     times: dict[str, Any] = session["time"] if isinstance(session.get("time"), dict) else {}
-    return collector.unit(
-        ref, session_id, str(project), digest.hexdigest(), times.get("created"), times.get("updated")
-    )
+    return collector.unit(ref, session_id, str(project), digest.hexdigest(), times.get("created"), times.get("updated"))

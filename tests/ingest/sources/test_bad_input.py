@@ -119,7 +119,6 @@ def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, nam
     assert unit.records[0].text == "kept question"
 
 
-
 @pytest.mark.parametrize("name", BUILDERS)
 def test_session_removed_before_its_load_is_a_read_error_unit(tmp_path: Path, name: str) -> None:
     build, module = BUILDERS[name]
@@ -131,6 +130,7 @@ def test_session_removed_before_its_load_is_a_read_error_unit(tmp_path: Path, na
     assert (unit.records, unit.stat_key, unit.updated_at) == ([], None, "")
     assert unit.content_hash == sha256_hex(unit.error)
     assert (unit.tool, unit.record_type, unit.source_identity) == (name, "session", str(path))
+
 
 def test_file_changed_during_the_read_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"

@@ -137,9 +137,16 @@ def test_reference_fixture_shape_keeps_visible_prose_and_reports_the_bad_line(tm
     lines = [
         {"type": "session", "id": "omp-secret-id", "cwd": "/home/alice/app", "timestamp": "2026-08-12T00:00:00.000Z"},
         message("system", [{"type": "text", "text": "system prompt"}]),
-        message("user", [{"type": "text", "text": "Keep this user question"},
-                         {"type": "toolCall", "id": "t", "name": "read", "arguments": {}}]),
-        message("assistant", [{"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "Keep this answer"}]),
+        message(
+            "user",
+            [
+                {"type": "text", "text": "Keep this user question"},
+                {"type": "toolCall", "id": "t", "name": "read", "arguments": {}},
+            ],
+        ),
+        message(
+            "assistant", [{"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "Keep this answer"}]
+        ),
         message("toolResult", [{"type": "text", "text": "tool output"}]),
     ]
     path = tmp_path / "d" / "s.jsonl"

@@ -142,7 +142,9 @@ def test_legacy_storage_read_only_for_sessions_the_db_lacks(tmp_path: Path) -> N
     db.close()
     write_opencode_storage(tmp_path, [user("migrated prompt")], session_id="ses_migrated")
     write_opencode_storage(
-        tmp_path, [user("only in json"), assistant("json reply", tool=("ls", "OUT"))], session_id="ses_old",
+        tmp_path,
+        [user("only in json"), assistant("json reply", tool=("ls", "OUT"))],
+        session_id="ses_old",
         directory="/home/alice/old",
     )
     units = load_all(cfg(tmp_path))

@@ -134,9 +134,10 @@ def test_discovery_exception_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         raise PermissionError("denied: /home/alice/secret")
         yield  # pragma: no cover
 
-    monkeypatch.setattr("kbtools.ingest.sources.SOURCES", tuple(
-        s if s.name != "codex" else type(s)(s.name, broken, codex.load, s.handles) for s in SOURCES
-    ))
+    monkeypatch.setattr(
+        "kbtools.ingest.sources.SOURCES",
+        tuple(s if s.name != "codex" else type(s)(s.name, broken, codex.load, s.handles) for s in SOURCES),
+    )
     refs = list(discover_all(SourceSettings()))
     (broken_ref,) = [r for r in refs if r.tool == "codex"]
     assert load(broken_ref, SourceSettings()).error == "codex_discovery_failed: PermissionError"
@@ -150,9 +151,10 @@ def test_every_reader_loads_its_broken_discovery_as_a_failure_naming_it(
         raise OSError("the store broke")
         yield  # pragma: no cover
 
-    monkeypatch.setattr("kbtools.ingest.sources.SOURCES", tuple(
-        s if s.name != name else type(s)(s.name, broken, s.load, s.handles) for s in SOURCES
-    ))
+    monkeypatch.setattr(
+        "kbtools.ingest.sources.SOURCES",
+        tuple(s if s.name != name else type(s)(s.name, broken, s.load, s.handles) for s in SOURCES),
+    )
     source = next(s for s in SOURCES if s.name == name)
     tool = source.handles[0][0]
     # Hindsight's discovery runs only with a URL (never contacted: its discovery is the broken one).
