@@ -1,4 +1,4 @@
-"""Overlap of each graded record with its artifact, per grade (the README's "Derived filter" table).
+"""Overlap of each graded record with its artifact, per grade (the table in docs/derived-filter.md).
 
 Run from the repository root:  .venv/bin/python bench/derived_grades.py
 Fixtures: tests/derived/grades.py (each artifact with records of every grade).

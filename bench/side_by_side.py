@@ -1,4 +1,4 @@
-"""Every benchmark behind the README's performance table, one after another, in one run.
+"""Every benchmark behind the performance table of docs/performance.md, one after another, in one run.
 
     python bench/gen_corpus.py bench/.corpus/100 --mb 100 --seed 1
     python bench/gen_corpus.py bench/.corpus/500 --mb 500 --seed 1

@@ -182,13 +182,12 @@ def test_this_repositorys_whole_history_lints_clean():
     assert result.code == 0, result.err
 
 
-def test_readme_configuration_lists_every_kb_yaml_key_with_its_default(tmp_path):
-    """The README's `.kb.yaml` block, loaded as a config, equals the defaults (plus canonical_locale)."""
+def test_configuration_doc_lists_every_kb_yaml_key_with_its_default(tmp_path):
+    """docs/configuration.md's `.kb.yaml` block, loaded as a config, equals the defaults (plus canonical_locale)."""
 
     from kbtools.config import Config, load_config
 
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Configuration") :]
+    section = (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     block = section[section.index("```yaml\n") + 8 : section.index("```", section.index("```yaml\n") + 8)]
     (tmp_path / ".kb.yaml").write_text(block, encoding="utf-8")
     documented = load_config(tmp_path)

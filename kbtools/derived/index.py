@@ -18,7 +18,7 @@ minimum is matched by its normalised body hash only: a record that is exactly
 that artifact. A record that names a page or skill ("I used the
 infra-root-causes skill") shares at most a shingle or two with it and scores
 near 0; a record discussing the same topic in its own words shares few
-5-word runs (README, "Derived filter", for the measured distribution).
+5-word runs (docs/derived-filter.md, for the measured distribution).
 
 Cost per record: one dict probe per record shingle, plus work proportional to
 the postings it hits; it does not grow with the number of artifacts (only the

@@ -26,7 +26,7 @@ from blake3 import blake3
 
 from kbtools.derived.normalise import NORMALISER_HASH, NORMALISER_VERSION
 
-SHINGLE_N = 5  # words; background containment of unrelated prose stays low (README table)
+SHINGLE_N = 5  # words; background containment of unrelated prose stays low (docs/derived-filter.md table)
 HASH_NAME = "xxh-lanes64(blake3-61 word ids)"
 
 _P61 = (1 << 61) - 1

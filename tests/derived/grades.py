@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Grades in the order of the README table; `excluded` says what the default threshold must do.
+# Grades in the order of the table in docs/derived-filter.md; `excluded` says what the default threshold must do.
 GRADES: tuple[tuple[str, bool], ...] = (
     ("verbatim", True),
     ("reformatted", True),

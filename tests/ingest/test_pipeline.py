@@ -300,7 +300,7 @@ def test_malformed_prior_rows_are_skipped_and_counted(env: IngestEnv) -> None:
     assert summary["malformed_prior_rows"] == 0
 
 
-# The reference's summary keys, in its order, minus its cluster counters (see README).
+# The reference's summary keys, in its order, minus its cluster counters (see docs/ingest.md).
 REFERENCE_SUMMARY_KEYS = [
     "run_id",
     "started_at",
