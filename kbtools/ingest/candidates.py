@@ -29,7 +29,7 @@ from typing import NamedTuple, Protocol
 
 from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list, words_of
 from kbtools.ingest.hashing import fingerprint, normalize_text, sha256_hex
-from kbtools.ingest.ledger import CANDIDATE_FIELDS, ordered
+from kbtools.ingest.rows import ordered
 
 MIN_TURN_CHARS = 120
 SNIPPET_CHARS = 500
@@ -751,7 +751,7 @@ def _turn_candidates(
                     "fingerprint": fp,
                     **source_fields(meta, fp, turn_index, chunk_index),
                 },
-                CANDIDATE_FIELDS,
+                "candidates",
             )
         )
     return out, False

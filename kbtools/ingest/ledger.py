@@ -29,7 +29,7 @@ import errno
 import json
 import marshal
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -46,117 +46,21 @@ from kbtools.fsio import (
     write_all,
 )
 from kbtools.ingest.hashing import hashed_identity_key
+from kbtools.ingest.rows import (
+    COMMIT_ORDER,
+    LEDGERS,
+    RUN_TAG,
+    SCHEMA_KEY,
+    decode,
+    dumps,
+)
 
-LEDGERS = ("manifest", "candidates", "rejected", "events")
-# Rename order of a final write: the manifest last, so it never names rows that are not there yet.
-COMMIT_ORDER = ("candidates", "rejected", "events", "manifest")
+_CANDIDATE_REQUIRED = ("candidate_id", "text", "fingerprint")
+
 LOCK_FILE = ".lock"
 SUMMARY_FILE = "run-summary.md"
-RUN_TAG = "_run"
-
-PARSE_STATUSES = ("processed", "unchanged", "skipped", "failed")
-
-MANIFEST_FIELDS = (
-    "source_key",
-    "tool",
-    "record_type",
-    "project_key",
-    "session_hash",
-    "created_at",
-    "updated_at",
-    "format",
-    "content_hash",
-    "parse_status",
-    "redaction_status",
-    "candidate_count",
-    "article_slugs",
-    "skip_reason",
-    "error",
-    "truncated",
-    "internal_filtered",
-    "locator_key",
-    "stat_key",
-    "rows_digest",
-    "run_at",
-)
-
-# The reference's 24 knowledge fields, then metadata. Dropped from the reference:
-# `cluster_id` and `cluster_size` (buckets of 8 by first keyword, not clusters).
-# Added: `turn_index` and `chunk_index` (the candidate's place in its source).
-KNOWLEDGE_FIELDS = (
-    "topic",
-    "user_goal",
-    "technical_environment",
-    "software_versions",
-    "symptoms",
-    "error_messages",
-    "trigger_conditions",
-    "investigation_steps",
-    "attempted_solutions",
-    "failed_solutions",
-    "root_cause",
-    "final_solution",
-    "changes",
-    "validation_commands",
-    "validation_results",
-    "applicability",
-    "non_applicability",
-    "risks_side_effects",
-    "rollback",
-    "reusable_lessons",
-    "unresolved_questions",
-    "confidence",
-    "source_refs",
-    "existing_kb_status",
-)
-CANDIDATE_FIELDS = KNOWLEDGE_FIELDS + (
-    "candidate_id",
-    "source_key",
-    "session_key",
-    "project_key",
-    "tool",
-    "record_type",
-    "format",
-    "text",
-    "summary",
-    "language",
-    "created_at",
-    "updated_at",
-    "note_matches",
-    "redactions",
-    "conclusion_status",
-    "scores",
-    "decision",
-    "topic_keys",
-    "fingerprint",
-    "duplicate_of",
-    "turn_index",
-    "chunk_index",
-)
-REJECTED_FIELDS = ("rejection_id", "source_key", "reason", "run_at")
-EVENT_FIELDS = (
-    "event_id",
-    "event",
-    "source_key",
-    "tool",
-    "record_type",
-    "message_index",
-    "role",
-    "created_at",
-    "artifact",
-    "overlap",
-    "threshold",
-    "run_at",
-)
 
 Row = dict[str, Any]
-
-
-# --------------------------------------------------------------------------- rows
-
-
-def rejected_row(rejection_id: str, source_key: str, reason: str, run_at: str) -> Row:
-    return {"rejection_id": rejection_id, "source_key": source_key, "reason": reason, "run_at": run_at}
 
 
 def stat_json(stat_key: Any) -> str:
@@ -166,78 +70,6 @@ def stat_json(stat_key: Any) -> str:
     if len(stat_key) == 3 and type(stat_key[0]) is type(stat_key[1]) is type(stat_key[2]) is int:
         return f"[{stat_key[0]:d},{stat_key[1]:d},{stat_key[2]:d}]"  # a file's (size, mtime_ns, inode): as json.dumps has it
     return json.dumps(list(stat_key), separators=(",", ":"))
-
-
-def ordered(row: Mapping[str, Any], fields: Sequence[str]) -> Row:
-    """``row`` in ``fields`` order; unknown extra keys of an older ledger are kept at the end."""
-    out: Row = {name: row[name] for name in fields if name in row}
-    out.update((k, v) for k, v in row.items() if k not in out and k != RUN_TAG)
-    return out
-
-
-def dumps(row: Mapping[str, Any]) -> bytes:
-    # Lone surrogates (from a `\ud800` escape in a source) cannot be UTF-8: replace them.
-    return (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _is_str(row: Mapping[str, Any], *names: str) -> bool:
-    return all(isinstance(row.get(n), str) for n in names)
-
-
-def _valid_manifest(row: Mapping[str, Any]) -> bool:
-    count = row.get("candidate_count")
-    return (
-        _is_str(
-            row,
-            "source_key",
-            "tool",
-            "record_type",
-            "project_key",
-            "session_hash",
-            "format",
-            "content_hash",
-            "redaction_status",
-        )
-        and row.get("parse_status") in PARSE_STATUSES
-        and isinstance(count, int)
-        and not isinstance(count, bool)
-        and count >= 0
-        and isinstance(row.get("error", ""), str)
-        and isinstance(row.get("skip_reason", ""), str)
-    )
-
-
-def _valid_candidate(row: Mapping[str, Any]) -> bool:
-    return _is_str(row, "candidate_id", "source_key", "text", "fingerprint")
-
-
-def _valid_rejected(row: Mapping[str, Any]) -> bool:
-    return _is_str(row, "rejection_id", "source_key", "reason")
-
-
-def _valid_event(row: Mapping[str, Any]) -> bool:
-    return _is_str(row, "event", "source_key")
-
-
-_VALIDATORS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
-    "manifest": _valid_manifest,
-    "candidates": _valid_candidate,
-    "rejected": _valid_rejected,
-    "events": _valid_event,
-}
-
-
-def _parse(line: bytes, ledger: str) -> Row | None:
-    try:
-        row = json.loads(line)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None
-    if not isinstance(row, dict) or not _VALIDATORS[ledger](row):
-        return None
-    return row
 
 
 def ledger_path(output_dir: Path, ledger: str, *, partial: bool = False) -> Path:
@@ -270,7 +102,7 @@ def iter_ledger(path: Path, ledger: str) -> Iterator[Row | None]:
         return
     with fh:
         for line, _ in _lines(fh):
-            yield _parse(line, ledger)
+            yield decode(line, ledger)
 
 
 _RUN_AT = b',"run_at":'
@@ -290,7 +122,7 @@ def restamped(line: bytes, run_at: bytes) -> bytes | None:
 
 _SOURCE_KEY = b'"source_key":"'
 _RUN_KEY = b'"' + RUN_TAG.encode() + b'":"'
-_CANDIDATE_KEYS = (b'"candidate_id":"', b'"text":"', b'"fingerprint":"')
+_CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in _CANDIDATE_REQUIRED)
 
 
 def _candidate_keys(line: bytes) -> tuple[str | None, str | None]:
@@ -489,7 +321,7 @@ class PriorState:
                 groups.setdefault(identity, []).append(digest)
             return groups
         for line, offset in _lines(handle):
-            row = _parse(line, "manifest")
+            row = decode(line, "manifest")
             if row is None:
                 self.malformed += 1
                 continue
@@ -535,7 +367,7 @@ class PriorState:
             else:
                 key = run = None
             if key is None:
-                row = _parse(line, ledger)
+                row = decode(line, ledger)
                 if row is None:
                     self.malformed += 1
                     continue
@@ -1051,7 +883,7 @@ def write_key_cache(output_dir: Path, cache: dict[str, bytes]) -> None:
 LEDGER_INDEX_FILE = "ledger-index.marshal"
 # The rows' fields are part of the format: a row written with other fields is
 # never taken as canonical (see PriorState.restamped_manifest_line).
-_LEDGER_INDEX_FORMAT = (4, MANIFEST_FIELDS, CANDIDATE_FIELDS, REJECTED_FIELDS, EVENT_FIELDS)
+_LEDGER_INDEX_FORMAT = (4, SCHEMA_KEY)
 
 
 def checksum(payload: bytes) -> int:

@@ -41,7 +41,8 @@ from typing import Any
 
 from kbtools.fsio import pwrite_all
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
-from kbtools.ingest.ledger import CANDIDATE_FIELDS, checksum, ordered, read_cache, write_cache
+from kbtools.ingest.ledger import checksum, read_cache, write_cache
+from kbtools.ingest.rows import ordered
 
 MEMO_FORMAT = 3
 MEMO_FILE = "extraction-memo.bin"
@@ -163,7 +164,7 @@ class SourceMemo:
     def _as_built(self, row: dict[str, Any], turn_index: int, chunk_index: int) -> dict[str, object]:
         """A prior candidate as :func:`~kbtools.ingest.candidates.build_candidates` makes it for this source."""
         fields = source_fields(self.meta, str(row["fingerprint"]), turn_index, chunk_index)
-        return ordered({**row, **fields}, CANDIDATE_FIELDS)
+        return ordered({**row, **fields}, "candidates")
 
     def _prior_candidates(self) -> dict[tuple[int, int], dict[str, Any]]:
         """The previous version's candidates by (turn, chunk), parsed once."""

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kbtools.config import Config
 from kbtools.errors import KbError
 from kbtools.ingest import hashing, ledger
+from kbtools.ingest import rows as rows_schema
 from kbtools.ingest.candidates import (
     ROLES,
     DedupKey,
@@ -66,6 +67,7 @@ from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha25
 from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
 from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo, memo_context
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
 from kbtools.ingest.sources.common import CHANGED_DURING_READ
 from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
@@ -430,20 +432,22 @@ def _utf8(text: str) -> str:
 
 def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext) -> Row:
     redact = ctx.redactor.redact
-    return {
-        "event_id": sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
-        "event": DERIVED_ONLY,
-        "source_key": meta.source_key,
-        "tool": meta.tool,
-        "record_type": meta.record_type,
-        "message_index": index,
-        "role": role,
-        "created_at": iso_time(created_at),
-        "artifact": {"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
-        "overlap": match.overlap,
-        "threshold": ctx.derived.threshold,
-        "run_at": ctx.run_at,
-    }
+    return rows_schema.as_json(
+        EventRow(
+            event_id=sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
+            event=DERIVED_ONLY,
+            source_key=meta.source_key,
+            tool=meta.tool,
+            record_type=meta.record_type,
+            message_index=index,
+            role=role,
+            created_at=iso_time(created_at),
+            artifact={"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
+            overlap=match.overlap,
+            threshold=ctx.derived.threshold,
+            run_at=ctx.run_at,
+        )
+    )
 
 
 def manifest_row(
@@ -460,31 +464,28 @@ def manifest_row(
     run_at: str,
     internal_filtered: int = 0,
 ) -> Row:
-    return {
-        "source_key": meta.source_key,
-        "tool": meta.tool,
-        "record_type": meta.record_type,
-        "project_key": meta.project_key,
-        "session_hash": meta.session_key,
-        "created_at": meta.created_at,
-        "updated_at": meta.updated_at,
-        "format": meta.format,
-        "content_hash": content_hash,
-        "parse_status": parse_status,
-        "redaction_status": redaction_status(redacted),
-        "candidate_count": candidate_count,
-        "article_slugs": article_slugs,
-        "skip_reason": skip_reason,
-        "error": error,
-        "truncated": truncated,
-        # Texts of this source the control-plane filter kept out: messages when
-        # it was read, plus stored candidates dropped by later re-checks.
-        "internal_filtered": internal_filtered,
-        "locator_key": "",
-        "stat_key": None,
-        "rows_digest": "",
-        "run_at": run_at,
-    }
+    return rows_schema.as_json(
+        ManifestRow(
+            source_key=meta.source_key,
+            tool=meta.tool,
+            record_type=meta.record_type,
+            project_key=meta.project_key,
+            session_hash=meta.session_key,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            format=meta.format,
+            content_hash=content_hash,
+            parse_status=parse_status,
+            redaction_status=redaction_status(redacted),
+            candidate_count=candidate_count,
+            article_slugs=article_slugs,
+            skip_reason=skip_reason,
+            error=error,
+            truncated=truncated,
+            internal_filtered=internal_filtered,
+            run_at=run_at,
+        )
+    )
 
 
 def redaction_status(redacted: bool) -> str:
@@ -492,7 +493,11 @@ def redaction_status(redacted: bool) -> str:
 
 
 def rejection(source_key: str, reason: str, run_at: str) -> Row:
-    return ledger.rejected_row(sha256_hex(f"{source_key}\0{reason}"), source_key, reason, run_at)
+    return rows_schema.as_json(
+        RejectedRow(
+            rejection_id=sha256_hex(f"{source_key}\0{reason}"), source_key=source_key, reason=reason, run_at=run_at
+        )
+    )
 
 
 def _slugs(candidates: list[Row]) -> list[str]:
@@ -576,7 +581,7 @@ def prior_rows(
             except ValueError:  # its keys looked whole when indexed (see ledger._candidate_keys)
                 prior.malformed += 1
                 continue
-            candidate.pop(ledger.RUN_TAG, None)
+            candidate.pop(rows_schema.RUN_TAG, None)
             text = str(candidate.get("text", ""))
             if is_internal_candidate(text):
                 dropped += 1
@@ -585,7 +590,7 @@ def prior_rows(
                 continue
             if not current:
                 candidate = _redact_again(candidate, ctx.redactor)
-            kept.append(ledger.ordered(candidate, ledger.CANDIDATE_FIELDS))
+            kept.append(rows_schema.ordered(candidate, "candidates"))
         rows = SourceRows(row, kept, rejected, events, dropped)
         redacted = any(c.get("redactions") for c in kept)
         slugs = _slugs(kept)
@@ -649,7 +654,7 @@ def _reemitted(
     row.setdefault("locator_key", "")
     row.setdefault("stat_key", None)
     row.setdefault("rows_digest", "")
-    rows.manifest = ledger.ordered(row, ledger.MANIFEST_FIELDS)
+    rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
 
 
@@ -731,7 +736,7 @@ def _derived_candidate(
 
 
 # Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
-_TEXT_FIELDS = frozenset(ledger.KNOWLEDGE_FIELDS) - {"confidence", "source_refs"} | {"text", "summary"}
+_TEXT_FIELDS = frozenset(rows_schema.KNOWLEDGE_FIELDS) - {"confidence", "source_refs"} | {"text", "summary"}
 
 
 def _redact_again(candidate: Row, redactor: Redactor) -> Row:
@@ -759,11 +764,15 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
     return out
 
 
+# Lines written with other candidate fields are re-checked (and written with these) once.
+_CANDIDATE_SCHEMA = ",".join(rows_schema.ledger_fields("candidates"))
+
+
 @functools.lru_cache(maxsize=4)
 def digest_context(derived_key: str) -> str:
     """What a rows_digest is computed under: this control-plane filter, these
-    redaction rules and this derived filter (``derived_key``)."""
-    return f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0"
+    redaction rules, this derived filter (``derived_key``) and these candidate fields."""
+    return f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0{_CANDIDATE_SCHEMA}\0"
 
 
 def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
@@ -1137,7 +1146,7 @@ class _RunState:
                 assert line is not None
                 candidate = json.loads(line)
                 candidate["decision"], candidate["duplicate_of"] = mark
-                line = ledger.dumps(candidate)
+                line = rows_schema.dumps(candidate)
             lines.append(line)
         rows.candidate_lines = lines
         # Trusted lines written back as they are keep the digest they were checked against.

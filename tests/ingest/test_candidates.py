@@ -17,7 +17,7 @@ from kbtools.ingest.candidates import (
     split_turns,
 )
 from kbtools.ingest.hashing import fingerprint
-from kbtools.ingest.ledger import CANDIDATE_FIELDS
+from kbtools.ingest.rows import CandidateRow, fields_of
 
 META = SourceMeta("k" * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", "", "")
 PROMPT = "Why does the TypeScript build fail with error TS2307? Please find the root cause and a fix."
@@ -47,7 +47,7 @@ def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
 
 def test_candidates_have_the_ledger_fields_in_order() -> None:
     (candidate,), _ = build([rec("user", PROMPT), rec("assistant", ANSWER)])
-    assert tuple(candidate) == CANDIDATE_FIELDS
+    assert tuple(candidate) == fields_of(CandidateRow)
     assert candidate["text"] == f"[user] {PROMPT}\n[assistant] {ANSWER}"
     assert candidate["fingerprint"] == fingerprint(str(candidate["text"]))
     assert candidate["user_goal"] == PROMPT

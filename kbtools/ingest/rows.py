@@ -1,0 +1,306 @@
+"""The ledger row schema: one frozen type per ledger, and nothing else spells a field list.
+
+- :class:`ManifestRow`  ``manifest.jsonl``, one row per source
+- :class:`CandidateRow` ``candidates.jsonl``, redacted turn-sized evidence
+- :class:`RejectedRow`  ``rejected.jsonl``, why a source yielded nothing
+- :class:`EventRow`     ``events.jsonl``, per-source events (``derived_excluded``)
+
+A row's JSON keys are its fields in declaration order (:func:`fields_of`).
+Reading a line validates it (:func:`decode`: a required field missing, or any
+field of the wrong kind, and the line is malformed); writing one encodes it
+(:func:`encode`).
+
+To add a field: declare it in its row type, with a default, where it is to
+stand in the line (usually last, before ``run_at``). Its kind is checked on
+read from the annotation (``str``, ``int``, ``bool``, ``float``, ``list[...]``,
+``dict[...]``, ``... | None``, ``object``); a line written before the field
+existed reads with the default. Everything else follows: the ledger index
+and the trusted-lines digest are keyed by the field lists, so a rerun after a
+schema change re-encodes the rows once instead of copying old bytes.
+A check beyond kinds goes into the type's ``_valid`` (see ManifestRow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, TypeVar
+
+PARSE_STATUSES: Final = ("processed", "unchanged", "skipped", "failed")
+# The journal's tag of the run that wrote a row (never a field of a final ledger).
+RUN_TAG: Final = "_run"
+
+# A decoded line: JSON values are whatever the line holds, checked by kind on read.
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestRow:
+    """One source: its identity (hashed), content hash, outcome and counts."""
+
+    LEDGER: ClassVar[str] = "manifest"
+
+    source_key: str
+    tool: str
+    record_type: str
+    project_key: str
+    session_hash: str
+    created_at: str = ""
+    updated_at: str = ""
+    format: str
+    content_hash: str
+    parse_status: str
+    redaction_status: str
+    candidate_count: int
+    article_slugs: list[str] = field(default_factory=list)
+    skip_reason: str = ""
+    error: str = ""
+    truncated: bool = False
+    # Texts of this source the control-plane filter kept out: messages when it was
+    # read, plus stored candidates dropped by later re-checks.
+    internal_filtered: int = 0
+    # The stat cache: which locator (hashed) the row was read from and the version
+    # read (a file's [size, mtime_ns, inode]; a DB session's row versions).
+    locator_key: str = ""
+    stat_key: list[object] | None = None
+    # Digest of the candidate lines the row was written with (see reemit.rows_digest).
+    rows_digest: str = ""
+    run_at: str = ""
+
+    @staticmethod
+    def _valid(obj: Mapping[str, object]) -> bool:
+        count = obj["candidate_count"]
+        return obj["parse_status"] in PARSE_STATUSES and isinstance(count, int) and count >= 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateRow:
+    """One candidate. The reference's 24 knowledge fields, then metadata. Dropped from the
+    reference: ``cluster_id`` and ``cluster_size`` (buckets of 8 by first keyword, not
+    clusters). Added: ``turn_index`` and ``chunk_index`` (its place in its source)."""
+
+    LEDGER: ClassVar[str] = "candidates"
+
+    # The knowledge fields (see KNOWLEDGE_FIELDS).
+    topic: str = ""
+    user_goal: str = ""
+    technical_environment: list[str] = field(default_factory=list)
+    software_versions: list[str] = field(default_factory=list)
+    symptoms: list[str] = field(default_factory=list)
+    error_messages: list[str] = field(default_factory=list)
+    trigger_conditions: list[str] = field(default_factory=list)
+    investigation_steps: list[str] = field(default_factory=list)
+    attempted_solutions: list[str] = field(default_factory=list)
+    failed_solutions: list[str] = field(default_factory=list)
+    root_cause: str = ""
+    final_solution: str = ""
+    changes: list[str] = field(default_factory=list)
+    validation_commands: list[str] = field(default_factory=list)
+    validation_results: list[str] = field(default_factory=list)
+    applicability: list[str] = field(default_factory=list)
+    non_applicability: list[str] = field(default_factory=list)
+    risks_side_effects: list[str] = field(default_factory=list)
+    rollback: list[str] = field(default_factory=list)
+    reusable_lessons: list[str] = field(default_factory=list)
+    unresolved_questions: list[str] = field(default_factory=list)
+    confidence: float = 0.0
+    source_refs: list[str] = field(default_factory=list)
+    existing_kb_status: str = ""
+    # Metadata.
+    candidate_id: str
+    source_key: str
+    session_key: str = ""
+    project_key: str = ""
+    tool: str = ""
+    record_type: str = ""
+    format: str = ""
+    text: str
+    summary: str = ""
+    language: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    note_matches: list[str] = field(default_factory=list)
+    redactions: list[str] = field(default_factory=list)
+    conclusion_status: str = ""
+    scores: dict[str, object] = field(default_factory=dict)
+    decision: str = "jotting"
+    topic_keys: list[str] = field(default_factory=list)
+    fingerprint: str
+    duplicate_of: str = ""
+    turn_index: int = 0
+    chunk_index: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedRow:
+    """Why a source yielded nothing (or what a later re-check filtered)."""
+
+    LEDGER: ClassVar[str] = "rejected"
+
+    rejection_id: str
+    source_key: str
+    reason: str
+    run_at: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventRow:
+    """A per-source event: a message the derived filter matched (``derived_excluded``)."""
+
+    LEDGER: ClassVar[str] = "events"
+
+    event_id: str = ""
+    event: str
+    source_key: str
+    tool: str = ""
+    record_type: str = ""
+    message_index: int = 0
+    role: str = ""
+    created_at: str = ""
+    artifact: dict[str, object] = field(default_factory=dict)
+    overlap: float = 0.0
+    threshold: float = 0.0
+    run_at: str = ""
+
+
+LedgerRow = ManifestRow | CandidateRow | RejectedRow | EventRow
+R = TypeVar("R", ManifestRow, CandidateRow, RejectedRow, EventRow)
+
+ROW_TYPES: Final[dict[str, type[LedgerRow]]] = {t.LEDGER: t for t in (ManifestRow, CandidateRow, RejectedRow, EventRow)}
+# The ledgers, and the rename order of a final write (the manifest last: it never
+# names rows that are not there yet).
+LEDGERS: Final = tuple(ROW_TYPES)
+COMMIT_ORDER: Final = ("candidates", "rejected", "events", "manifest")
+
+
+_FIELDS: Final[dict[type[LedgerRow], tuple[str, ...]]] = {
+    t: tuple(f.name for f in dataclasses.fields(t)) for t in ROW_TYPES.values()
+}
+
+
+def fields_of(row_type: type[LedgerRow]) -> tuple[str, ...]:
+    """The row type's JSON keys, in the order a line has them."""
+    return _FIELDS[row_type]
+
+
+def ledger_fields(ledger: str) -> tuple[str, ...]:
+    return fields_of(ROW_TYPES[ledger])
+
+
+# The candidate fields that are the reference's knowledge fields (``topic`` … ``existing_kb_status``).
+KNOWLEDGE_FIELDS: Final = fields_of(CandidateRow)[: fields_of(CandidateRow).index("candidate_id")]
+# Every field list, as the caches that depend on the schema key themselves by it.
+SCHEMA_KEY: Final = tuple(fields_of(t) for t in ROW_TYPES.values())
+
+
+# --------------------------------------------------------------------------- checks
+
+
+_Check = Callable[[object], bool]
+
+
+def _kind(hint: object) -> _Check:
+    """A check of a JSON value against one field's annotation."""
+    if hint is object or hint is Any:
+        return lambda value: True
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        checks = [_kind(arg) for arg in typing.get_args(hint)]
+        return lambda value: any(check(value) for check in checks)
+    if hint is type(None):
+        return lambda value: value is None
+    if hint is float:
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    base = origin if isinstance(origin, type) else hint
+    assert isinstance(base, type), hint
+    return lambda value: isinstance(value, base)
+
+
+class _Schema:
+    """What reading one ledger's line checks: required fields, every present field's kind."""
+
+    def __init__(self, row_type: type[LedgerRow]) -> None:
+        hints = typing.get_type_hints(row_type)
+        self.row_type = row_type
+        self.fields = fields_of(row_type)
+        self.required = tuple(
+            f.name
+            for f in dataclasses.fields(row_type)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
+        self.checks = tuple((name, _kind(hints[name])) for name in self.fields)
+        extra = getattr(row_type, "_valid", None)
+        self.extra: Callable[[Mapping[str, object]], bool] | None = extra
+
+    def valid(self, obj: Mapping[str, object]) -> bool:
+        if not all(name in obj for name in self.required):
+            return False
+        for name, check in self.checks:
+            if name in obj and not check(obj[name]):
+                return False
+        return self.extra is None or self.extra(obj)
+
+
+_SCHEMAS: Final = {name: _Schema(t) for name, t in ROW_TYPES.items()}
+
+
+def valid(ledger: str, obj: Mapping[str, object]) -> bool:
+    """Whether a decoded JSON object is a row of ``ledger`` (unknown extra keys are allowed)."""
+    return _SCHEMAS[ledger].valid(obj)
+
+
+def decode(line: bytes | str, ledger: str) -> Json | None:
+    """A line of ``ledger`` as a JSON object, validated; None when it is malformed."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(obj, dict) or not _SCHEMAS[ledger].valid(obj):
+        return None
+    return obj
+
+
+def typed(row_type: type[R], obj: Mapping[str, object]) -> R:
+    """A validated row object as its type (absent fields take their defaults; extras are dropped)."""
+    # Checked by kind when the line was decoded (see valid), so each value fits its field.
+    values: dict[str, Any] = {name: obj[name] for name in fields_of(row_type) if name in obj}
+    return row_type(**values)
+
+
+def read_row(row_type: type[R], line: bytes | str) -> R | None:
+    """One line as a typed row, or None when it is malformed."""
+    obj = decode(line, row_type.LEDGER)
+    return None if obj is None else typed(row_type, obj)
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def as_json(row: LedgerRow) -> Json:
+    """A row as a JSON object, its fields in declaration order."""
+    return {name: getattr(row, name) for name in fields_of(type(row))}
+
+
+def ordered(obj: Mapping[str, object], ledger: str) -> Json:
+    """A JSON object of ``ledger`` in field order; unknown extra keys of an older or newer
+    ledger are kept at the end (the journal's run tag is dropped)."""
+    out: Json = {name: obj[name] for name in ledger_fields(ledger) if name in obj}
+    out.update((k, v) for k, v in obj.items() if k not in out and k != RUN_TAG)
+    return out
+
+
+def dumps(obj: Mapping[str, object]) -> bytes:
+    """One ledger line of a JSON object whose keys are already in order."""
+    # Lone surrogates (from a `\ud800` escape in a source) cannot be UTF-8: replace them.
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+
+
+def encode(row: LedgerRow) -> bytes:
+    """One ledger line of a typed row."""
+    return dumps(as_json(row))
