@@ -135,53 +135,121 @@ _SECTIONS: dict[str, type] = {
 }
 
 
+# `.kb.yaml` is a few hundred bytes; anything near this is not a config file.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _Marks:
+    """Where each key and value of `.kb.yaml` starts (1-based line and column), for errors."""
+
+    def __init__(self, path: Path, node: Any) -> None:
+        self.path = path
+        self.keys: dict[str, tuple[int, int]] = {}
+        self.values: dict[str, tuple[int, int]] = {}
+        if type(node).__name__ == "MappingNode":
+            self._collect(node, "")
+
+    def _collect(self, node: Any, prefix: str) -> None:
+        for key_node, value_node in node.value:
+            name = prefix + str(getattr(key_node, "value", ""))
+            self.keys[name] = _position(key_node)
+            self.values[name] = _position(value_node)
+            if not prefix and type(value_node).__name__ == "MappingNode":
+                self._collect(value_node, name + ".")
+
+    def error(self, what: str, key: str | None = None, *, at_value: bool = True) -> ConfigError:
+        """A ConfigError naming the file, the line and column of ``key``, and the key."""
+        line, column = (self.values if at_value else self.keys).get(key or "", (0, 0))
+        if not line:
+            return ConfigError(what, str(self.path), path=str(self.path))
+        where = f"{self.path}:{line}:{column}" + (f": {key}" if key and at_value else "")
+        return ConfigError(what, where, path=str(self.path), line=line, column=column)
+
+
+def _position(node: Any) -> tuple[int, int]:
+    mark = getattr(node, "start_mark", None)
+    return (0, 0) if mark is None else (mark.line + 1, mark.column + 1)
+
+
 def load_config(root: Path) -> Config:
     """Read `<root>/.kb.yaml` if present; defaults otherwise."""
     path = root / CONFIG_FILE
     if not path.is_file():
         return Config(root=root)
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from kbtools.safeyaml import YamlLimitError, compose, construct
 
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"invalid YAML: {first}", str(path)) from None
+        doc = compose(path.read_text(encoding="utf-8"), max_bytes=MAX_CONFIG_BYTES)
+        marks = _Marks(path, doc.node)
+        data = construct(doc)
+    except YamlLimitError as exc:
+        where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
+        raise ConfigError(exc.reason, where, path=str(path), line=exc.line, column=exc.column) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", str(path), path=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", str(path), path=str(path)) from None
+    except Exception as exc:  # ruamel's scanner, parser, composer and constructor errors
+        raise _yaml_error(exc, path) from None
     if data is None:
         return Config(root=root, source=path)
     if not isinstance(data, Mapping):
-        raise ConfigError("top level must be a mapping", str(path))
-    return _build(root, path, data)
+        raise ConfigError("top level must be a mapping", str(path), path=str(path))
+    return _build(root, marks, data)
 
 
-def _build(root: Path, path: Path, data: Mapping[str, Any]) -> Config:
+def _yaml_error(exc: Exception, path: Path) -> ConfigError:
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    text = str(exc).strip()
+    what = problem or (text.splitlines()[0] if text else type(exc).__name__)
+    if mark is None:
+        return ConfigError(f"invalid YAML: {what}", str(path), path=str(path))
+    line, column = mark.line + 1, mark.column + 1
+    return ConfigError(f"invalid YAML: {what}", f"{path}:{line}:{column}", path=str(path), line=line, column=column)
+
+
+def _build(root: Path, marks: _Marks, data: Mapping[str, Any]) -> Config:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key == "canonical_locale":
             if value is not None and not isinstance(value, str):
-                raise ConfigError("canonical_locale must be a string", f"{path}: canonical_locale")
+                raise marks.error("canonical_locale must be a string", "canonical_locale")
             kwargs[key] = value
         elif key in _SECTIONS:
-            kwargs[key] = _section(_SECTIONS[key], key, value, path)
+            kwargs[key] = _section(_SECTIONS[key], str(key), value, marks)
         else:
-            raise ConfigError(f"unknown key '{key}'", str(path))
-    return Config(root=root, source=path, **kwargs)
+            raise marks.error(f"unknown key '{key}'", str(key), at_value=False)
+    if "paths" in kwargs:
+        _inside_repository(root, kwargs["paths"], marks)
+    return Config(root=root, source=marks.path, **kwargs)
 
 
-def _section(cls: type[T], name: str, value: Any, path: Path) -> T:
+def _inside_repository(root: Path, paths: PathsConfig, marks: _Marks) -> None:
+    """Every configured path stays inside the KB root: git would refuse it later with its
+    own message, and evidence read from outside the repository is not evidence."""
+    defaults = PathsConfig()
+    for key, value in paths._asdict().items():
+        if value == getattr(defaults, key):
+            continue
+        rel = os.path.normpath(value.replace("{locale}", "locale"))
+        if os.path.isabs(value) or rel == ".." or rel.startswith(".." + os.sep):
+            raise marks.error(f"'paths.{key}' is outside the repository: {value}", f"paths.{key}")
+
+
+def _section(cls: type[T], name: str, value: Any, marks: _Marks) -> T:
     if value is None:
         return cls()
     if not isinstance(value, Mapping):
-        raise ConfigError(f"'{name}' must be a mapping", str(path))
+        raise marks.error(f"'{name}' must be a mapping", name)
     defaults = cls()
     # The field types as written (a named tuple keeps each as a ForwardRef).
     annotations = {key: getattr(kind, "__forward_arg__", kind) for key, kind in cls.__annotations__.items()}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():
         if key not in annotations:
-            raise ConfigError(f"unknown key '{name}.{key}'", str(path))
-        kwargs[key] = _coerce(getattr(defaults, key), annotations[key], item, f"{name}.{key}", path)
+            raise marks.error(f"unknown key '{name}.{key}'", f"{name}.{key}", at_value=False)
+        kwargs[key] = _coerce(getattr(defaults, key), annotations[key], item, f"{name}.{key}", marks)
     return cls(**kwargs)
 
 
@@ -197,40 +265,49 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
 }
 
 
-def _bounded(key: str, value: float, where: str) -> None:
+def bound_problem(key: str, value: float) -> str | None:
+    """Why ``value`` is out of the bounds of ``key`` (a `.kb.yaml` key such as
+    ``derived.threshold``), or None. The one definition of each bound: flags and the
+    functions that take these values check them here too."""
     low, high = _BOUNDS.get(key, (None, None))
     if (low is not None and value < low) or (high is not None and value > high):
         limits = f"between {low:g} and {high:g}" if low is not None and high is not None else f"at least {low:g}"
-        raise ConfigError(f"'{key}' must be {limits}, got {value:g}", where)
+        return f"must be {limits}, got {value:g}"
+    return None
 
 
-def _coerce(default: Any, annotation: Any, item: Any, key: str, path: Path) -> Any:
-    where = f"{path}: {key}"
+def check_bound(key: str, value: float, where: str | None = None) -> float:
+    """``value``, or a ConfigError when it is out of the bounds of ``key``."""
+    problem = bound_problem(key, value)
+    if problem is not None:
+        raise ConfigError(f"'{key}' {problem}", where or key)
+    return value
+
+
+def _coerce(default: Any, annotation: Any, item: Any, key: str, marks: _Marks) -> Any:
     kind = str(annotation)
     if item is None:
         if "None" in kind:
             return None
-        raise ConfigError(f"'{key}' may not be empty", str(path))
+        raise marks.error(f"'{key}' may not be empty", key)
     if isinstance(default, tuple) or kind.startswith("tuple"):
         if not isinstance(item, list) or not all(isinstance(x, str) for x in item):
-            raise ConfigError(f"'{key}' must be a list of strings", where)
+            raise marks.error(f"'{key}' must be a list of strings", key)
         return tuple(item)
     if isinstance(default, bool) or kind == "bool":
         if not isinstance(item, bool):
-            raise ConfigError(f"'{key}' must be true or false", where)
+            raise marks.error(f"'{key}' must be true or false", key)
         return item
-    if isinstance(default, float) or kind == "float":
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ConfigError(f"'{key}' must be a number", where)
-        _bounded(key, item, where)
-        return float(item)
-    if isinstance(default, int) or kind.startswith("int"):
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise ConfigError(f"'{key}' must be an integer", where)
-        _bounded(key, item, where)
-        return item
+    is_float = isinstance(default, float) or kind == "float"
+    if is_float or isinstance(default, int) or kind.startswith("int"):
+        if isinstance(item, bool) or not isinstance(item, (int, float) if is_float else int):
+            raise marks.error(f"'{key}' must be {'a number' if is_float else 'an integer'}", key)
+        problem = bound_problem(key, item)
+        if problem is not None:
+            raise marks.error(f"'{key}' {problem}", key)
+        return float(item) if is_float else item
     if not isinstance(item, str):
-        raise ConfigError(f"'{key}' must be a string", where)
+        raise marks.error(f"'{key}' must be a string", key)
     return item
 
 

@@ -31,4 +31,22 @@ class KbError(Exception):
 
 
 class ConfigError(KbError):
-    """A bad `.kb.yaml`, environment variable or flag value."""
+    """A bad `.kb.yaml`, environment variable or flag value.
+
+    ``path``, ``line`` and ``column`` (1-based) locate it in a file when it comes from one,
+    for renderers that annotate files (``--format json`` / ``github``).
+    """
+
+    def __init__(
+        self,
+        what: str,
+        where: str | None = None,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(what, where)
+        self.path = path
+        self.line = line
+        self.column = column

@@ -11,6 +11,7 @@ import typer
 from kbtools.cli.common import RootOption
 
 if TYPE_CHECKING:
+    from kbtools.errors import KbError
     from kbtools.lint.engine import LintReport
     from kbtools.lint.problem import Problem
 
@@ -51,12 +52,24 @@ def _check_args(*, staged: bool, since: str | None, only: str | None, output_for
 
 
 def _run(*, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None) -> int:
+    from dataclasses import replace
+
     from kbtools.cli.common import open_kb
+    from kbtools.errors import KbError
     from kbtools.lint.engine import LintMode, run_lint
 
     families = _check_args(staged=staged, since=since, only=only, output_format=output_format)
-    _, layout = open_kb(root)
-    report = run_lint(layout, LintMode(staged=staged, since=since), families)
+    try:
+        _, layout = open_kb(root)
+        report = run_lint(layout, LintMode(staged=staged, since=since), families)
+        notice = layout.locale_notice
+    except KbError as exc:
+        if output_format == "text":
+            raise
+        typer.echo(render_error(exc, output_format, root), nl=False)
+        return int(exc.code)
+    if notice:
+        report = replace(report, notices=(notice, *report.notices))
     for notice in report.notices:
         typer.echo(notice, err=True)
     typer.echo(render(report, output_format), err=output_format == "text" and not report.ok, nl=False)
@@ -99,6 +112,38 @@ def render(report: LintReport, output_format: str) -> str:
     return failure_text("KB lint", report.problems)
 
 
+def render_error(exc: KbError, output_format: str, root: Path | None) -> str:
+    """An error that stopped the lint (a bad `.kb.yaml`, an ambiguous layout) in the
+    machine format asked for, so a CI step reading JSON or annotations sees it."""
+    from kbtools.errors import ConfigError
+
+    path = line = column = None
+    if isinstance(exc, ConfigError):
+        path, line, column = exc.path, exc.line, exc.column
+    if path is not None:
+        path = _relative(path, root)
+    if output_format == "json":
+        import json
+
+        kind = "config" if isinstance(exc, ConfigError) else "usage"
+        error: dict[str, object] = {"kind": kind, "message": str(exc), "what": exc.what}
+        error |= {"path": path, "line": line, "column": column}
+        payload = {"ok": False, "error": error, "problems": [], "notices": []}
+        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    return _annotation(path, line, f"kb: error: {exc}", column=column)
+
+
+def _relative(path: str, root: Path | None) -> str:
+    """A file path relative to the repository (what annotations need), when it is inside."""
+    from kbtools.cli.common import resolve_root
+    from kbtools.errors import KbError
+
+    try:
+        return Path(path).resolve().relative_to(resolve_root(root)).as_posix()
+    except (ValueError, OSError, KbError):
+        return path
+
+
 def failure_text(command: str, problems: Sequence[Problem]) -> str:
     """``<command> failed (N issues)`` and one ``- <message>`` line per problem."""
     count = len(problems)
@@ -107,7 +152,7 @@ def failure_text(command: str, problems: Sequence[Problem]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _annotation(path: str | None, line: int | None, message: str) -> str:
+def _annotation(path: str | None, line: int | None, message: str, *, column: int | None = None) -> str:
     # GitHub workflow commands: % \r \n in data, and also : , in properties, are escaped.
     def prop(value: str) -> str:
         return (
@@ -120,4 +165,6 @@ def _annotation(path: str | None, line: int | None, message: str) -> str:
         props.append(f"file={prop(path)}")
     if line:
         props.append(f"line={line}")
+    if line and column:
+        props.append(f"col={column}")
     return f"::error {','.join(props)}::{data}\n" if props else f"::error::{data}\n"

@@ -38,13 +38,15 @@ def register(app: typer.Typer) -> None:
 
         Without a check flag every check runs (today: --derived-filter).
         """
+        from kbtools.config import bound_problem
         from kbtools.derived.filter import DerivedFilter
         from kbtools.derived.verify import verify_candidates
 
         check_format(fmt, ("text", "json"))
         config, layout = open_kb(root)
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise typer.BadParameter(f"must be between 0 and 1, got {threshold:g}", param_hint="--threshold")
+        problem = None if threshold is None else bound_problem("derived.threshold", threshold)
+        if problem is not None:
+            raise typer.BadParameter(problem, param_hint="--threshold")
         limit = threshold if threshold is not None else config.derived.threshold
         derived = DerivedFilter.load(layout, threshold=limit)
         for warning in derived.warnings:

@@ -25,11 +25,12 @@ from typing import Any, NamedTuple
 
 from blake3 import blake3
 
+from kbtools.config import check_bound
 from kbtools.derived.artifacts import current_artifact_files
 from kbtools.derived.index import INDEX_PARAMS, Artifact, ArtifactIndex
 from kbtools.derived.normalise import tokens
 from kbtools.derived.shingles import SHINGLE_PARAMS
-from kbtools.errors import ConfigError, KbError
+from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 
@@ -78,7 +79,7 @@ class DerivedFilter:
         and every artifact file are unchanged (size, mtime, inode — as git's
         index does), and store a rebuilt one there.
         """
-        check_threshold(threshold)
+        check_bound("derived.threshold", threshold)
         manifest = manifest_path or layout.artifact_manifest
         files = list(current_artifact_files(layout))
         key = _cache_key(layout, manifest, files)
@@ -186,11 +187,6 @@ def _write_cache(cache_dir: Path, key: str, index: ArtifactIndex, counts: dict[s
     except OSError:
         return False
     return True
-
-
-def check_threshold(threshold: float) -> None:
-    if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"derived threshold must be between 0 and 1, got {threshold}", "derived.threshold")
 
 
 def _reshingle(layout: Layout, rel_path: str, sha256: str) -> Artifact | None:

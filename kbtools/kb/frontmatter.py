@@ -10,7 +10,9 @@ values by a small constructor that keeps dates and numbers as their text —
 lint only asks "present?", "which string?", "which list?", and a date that is
 not a valid calendar date must not break anything. A block that uses tags,
 anchors, aliases or merge keys goes through ruamel's full safe constructor
-instead. Without the C extension the pure-Python safe loader is used.
+instead, after :mod:`kbtools.safeyaml` has checked that its aliases do not expand
+into a huge value (a YAML bomb is a problem of that note, not a hang). Without the
+C extension the pure-Python safe loader is used.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 __all__ = ["Frontmatter", "FrontmatterError", "load_yaml_mapping", "parse_frontmatter", "split_frontmatter"]
 
 _FENCE = "---"
+# A frontmatter block larger than this is refused (real ones are a few hundred bytes).
+MAX_FRONTMATTER_BYTES = 256 * 1024
 # YAML 1.2 core schema: the plain scalars that are not strings for our purposes.
 _PLAIN_CONSTANTS: dict[str, Any] = {
     "": None,
@@ -138,13 +142,19 @@ def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
     """
     if not block.strip():
         return {}
+    from kbtools.safeyaml import YamlLimitError, check_size
+
     try:
+        check_size(block, MAX_FRONTMATTER_BYTES)
         if not _needs_full_constructor(block) and _lean_parser_class() is not None:
             data = _lean_load(block)
         else:
             data = _full_load(block)
     except FrontmatterError:
         raise
+    except YamlLimitError as exc:
+        where = f" (line {first_line + exc.line - 1})" if exc.line else ""
+        raise FrontmatterError(exc.reason + where) from None
     except Exception as exc:  # ruamel raises many types (scanner, parser, constructor, value errors)
         raise FrontmatterError(f"invalid YAML: {_yaml_problem(exc, first_line)}") from None
     if data is None:
@@ -227,26 +237,18 @@ _FULL_LOADER: Any = None
 
 
 def _full_load(block: str) -> Any:
-    loader = _full_loader_class()(block)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    from kbtools.safeyaml import compose, construct
+
+    return construct(compose(block, max_bytes=MAX_FRONTMATTER_BYTES, loader_class=_full_loader_class()))
 
 
 def _full_loader_class() -> Any:
     """ruamel's safe loader (C-backed when available) that keeps timestamps as text."""
     global _FULL_LOADER
     if _FULL_LOADER is None:
-        base: Any
-        if _lean_parser_class() is not None:
-            from ruamel.yaml.cyaml import CSafeLoader
+        from kbtools.safeyaml import safe_loader_class
 
-            base = CSafeLoader
-        else:  # pragma: no cover
-            from ruamel.yaml.loader import SafeLoader
-
-            base = SafeLoader
+        base: Any = safe_loader_class()
 
         class _TextDatesLoader(base):  # type: ignore[misc]
             pass

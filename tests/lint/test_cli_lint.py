@@ -98,7 +98,7 @@ def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     (kb.root / ".kb.yaml").write_text("paths:\n  rawz: x\n")
     result = run_kb_process("lint", cwd=kb.root)
     assert result.code == 2
-    assert result.err == f"kb: error: unknown key 'paths.rawz' ({kb.root / '.kb.yaml'})\n"
+    assert result.err == f"kb: error: unknown key 'paths.rawz' ({kb.root / '.kb.yaml'}:2:3)\n"
 
 
 @pytest.mark.parametrize(
@@ -106,11 +106,17 @@ def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     [
         (
             "derived:\n  threshold: 1.5\n",
-            "'derived.threshold' must be between 0 and 1, got 1.5 ({file}: derived.threshold)",
+            "'derived.threshold' must be between 0 and 1, got 1.5 ({file}:2:14: derived.threshold)",
         ),
-        ("ingest:\n  jobs: -1\n", "'ingest.jobs' must be at least 1, got -1 ({file}: ingest.jobs)"),
-        ("derived:\n  threshold: high\n", "'derived.threshold' must be a number ({file}: derived.threshold)"),
-        ("enums:\n  kind: 5\n", "'enums.kind' must be a list of strings ({file}: enums.kind)"),
+        ("ingest:\n  jobs: -1\n", "'ingest.jobs' must be at least 1, got -1 ({file}:2:9: ingest.jobs)"),
+        ("derived:\n  threshold: high\n", "'derived.threshold' must be a number ({file}:2:14: derived.threshold)"),
+        ("enums:\n  kind: 5\n", "'enums.kind' must be a list of strings ({file}:2:9: enums.kind)"),
+        ("paths:\n  raw: ../evidence\n", "'paths.raw' is outside the repository: ../evidence ({file}:2:8: paths.raw)"),
+        (
+            "paths:\n  notes: /srv/notes\n",
+            "'paths.notes' is outside the repository: /srv/notes ({file}:2:10: paths.notes)",
+        ),
+        ("paths:\n  raw: [unclosed\n", "invalid YAML: did not find expected ',' or ']' ({file}:3:1)"),
         ("- a\n- b\n", "top level must be a mapping ({file})"),
     ],
 )
@@ -122,13 +128,18 @@ def test_bad_config_value_is_one_line_naming_key_and_file(tmp_path, text, messag
     assert result.err == "kb: error: " + message.format(file=kb.root / ".kb.yaml") + "\n"
 
 
-def test_ambiguous_canonical_locale_is_a_config_error(tmp_path):
+def test_ambiguous_canonical_locale_is_a_config_error_naming_the_candidates(tmp_path):
+    """Raw sources under two locales with an index each, neither index listing them all."""
     kb = make_kb(tmp_path / "kb")
+    kb.add_raw("english-source", locale="en")
     other = kb.root / "src/content/information/en"
     other.mkdir(parents=True)
-    (other / "kb-index.md").write_text("# index\n")
+    (other / "kb-index.md").write_text("# index\n\n- `english-source`\n")
     result = lint(kb)
-    assert result.code == 2 and "canonical locale is ambiguous" in result.err
+    assert result.code == 2
+    assert result.err.startswith("kb: error: canonical locale is ambiguous: indexes exist for en, zh-cn; ")
+    assert "raw sources under en, zh-cn; no index lists them all; set canonical_locale" in result.err
+    assert len(result.err.splitlines()) == 1
 
 
 def test_reference_layout_lints_clean_without_config(tmp_path):
