@@ -45,7 +45,8 @@ from benchenv import kb_command  # noqa: E402
 from corpus import agents_in, ingest_flags  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
 
-from kbtools.ingest.ledger import LEDGERS, ledger_path  # noqa: E402
+from kbtools.ingest.ledger import ledger_path  # noqa: E402
+from kbtools.ingest.rows import LEDGERS  # noqa: E402
 
 NAMED_POINTS = (
     "journal-candidates",

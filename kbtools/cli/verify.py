@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
         from kbtools.config import bound_problem
         from kbtools.derived.filter import DerivedFilter
         from kbtools.derived.verify import verify_candidates
+        from kbtools.ingest.ledger import ledger_path
 
         check_format(fmt, ("text", "json"))
         config, layout = open_kb(root)
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
         derived = DerivedFilter.load(layout, threshold=limit)
         for warning in derived.warnings:
             print(f"kb: warning: {warning}", file=sys.stderr)
-        report = verify_candidates(derived, (output_dir or layout.ingest_output).resolve())
+        report = verify_candidates(derived, ledger_path((output_dir or layout.ingest_output).resolve(), "candidates"))
         if fmt == "json":
             print(
                 json.dumps(

@@ -29,15 +29,12 @@ class VerifyReport:
     derived: tuple[DerivedCandidate, ...]
 
 
-def verify_candidates(derived_filter: DerivedFilter, output_dir: Path) -> VerifyReport:
-    """Match every candidate of ``output_dir/candidates.jsonl`` against the artifacts.
+def verify_candidates(derived_filter: DerivedFilter, ledger: Path) -> VerifyReport:
+    """Match every candidate of the candidates ledger ``ledger`` against the artifacts.
 
     A missing ledger or a line that is not a candidate is an error (exit 2),
     never a pass: a check that cannot read what it checks proves nothing.
     """
-    from kbtools.ingest.ledger import ledger_path
-
-    ledger = ledger_path(output_dir, "candidates")
     try:
         raw = ledger.read_bytes()
     except FileNotFoundError:

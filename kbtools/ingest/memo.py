@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.fsio import pwrite_all
+from kbtools.ingest.caches import checksum, read_cache, write_cache
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
-from kbtools.ingest.ledger import checksum, read_cache, write_cache
 from kbtools.ingest.rows import ordered
 
 MEMO_FORMAT = 3
@@ -60,6 +60,10 @@ Outcome = int | tuple[str, tuple[str, ...]]
 _FP_CHARS = 16
 
 
+# The modules whose code decides a message's outcome and a turn's candidates.
+_EXTRACTION_CODE = ("candidates.py", "knowledge.py", "control_plane.py", "extract.py", "dedup.py", "rows.py", "memo.py")
+
+
 def memo_context(*parts: object) -> str:
     """The context a memo is valid under: everything, besides a message or a turn
     itself, that its outcome depends on (see the module's documentation), and the
@@ -72,12 +76,13 @@ def code_fingerprint() -> str:
     """A digest of the modules that decide a message's outcome and a turn's candidates:
     after an upgrade that changes them, no row is recalled from what older code built."""
     from kbtools import __version__
-    from kbtools.ingest import candidates, control_plane, pipeline
 
     digest = hashlib.sha256(__version__.encode())
-    for source in (candidates.__file__, control_plane.__file__, pipeline.__file__, __file__):
+    here = Path(__file__).parent  # read, not imported: extraction imports this module
+    for name in _EXTRACTION_CODE:
+        source = here / name
         try:
-            digest.update(Path(str(source)).read_bytes())
+            digest.update(source.read_bytes())
         except (OSError, TypeError):  # no source file (a frozen build): the version alone
             pass
     return digest.hexdigest()

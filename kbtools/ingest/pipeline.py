@@ -1,74 +1,57 @@
-"""`kb ingest`: discover → reuse or process → ledgers.
+"""`kb ingest`: discover → reuse or extract → ledgers. The run loop.
 
-For every discovered source the pipeline decides, by the contract's four
-conditions, whether the prior ledger entry can be reused:
+Where the contract lives:
 
-1. the prior ``parse_status`` is not ``failed`` — a failure may have been
-   transient (a locked DB, a live writer), so a failed source is **always**
-   processed again, even with an unchanged content hash;
-2. the content hash is unchanged;
-3. the prior ``redaction_status`` ends with the current ``:<REDACTION_VERSION>``
-   — text redacted by older rules is never trusted;
-4. the prior ledger is complete: as many candidate rows as ``candidate_count``,
-   and a source without candidates has a rejected row saying why.
-
-A reused source's candidates are re-checked by the control-plane filter (it
-may have learnt new markers); what it drops is recorded as
-``internal_transcript_filtered``. Otherwise :func:`read_unit` runs: role
-gate, control-plane filter per message, derived filter per kept record,
-redaction, turn-sized candidates. It is a pure top-level function of picklable
-data, so ``--jobs N`` runs it in N worker processes (results are taken in
-discovery order, so the ledgers do not depend on N).
-
-Before reading a source at all, the stat cache compares its locator (hashed)
-and version (size, mtime_ns, inode; a DB session's row versions) with those
-recorded in the prior manifest: equal, and the entry reusable, means unchanged
-bytes, so the source is reused unread, as git's index skips unchanged files.
+- :func:`kbtools.ingest.reuse.may_reuse`: when a prior entry is reused (the four
+  conditions; the stat cache's "unchanged bytes");
+- :mod:`kbtools.ingest.extract`: a source read and turned into rows;
+- :mod:`kbtools.ingest.reemit`: a prior source's rows written again (reused, carried forward);
+- :mod:`kbtools.ingest.reports`: counts, summary, run-summary.md, the checkpoint;
+- :mod:`kbtools.ingest.rows`: the row schema; ``ledger_read``, ``ledger_write``, ``lock``:
+  the ledgers on disk; :mod:`kbtools.ingest.caches`: what is kept only for speed.
 
 Prior sources not seen this run are carried forward (``skipped``,
-``source_not_scanned_this_run``) unless ``--prune`` is given; advisor rows,
-unavailable-store placeholders and legacy prompt-history rows are dropped.
-Exact duplicates are marked in ledger order.
+``source_not_scanned_this_run``) unless ``--prune`` is given; unavailable-store
+placeholders and legacy prompt-history rows are dropped. Exact duplicates are
+marked in ledger order.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import json
 import marshal
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbtools.config import Config
 from kbtools.errors import KbError
-from kbtools.ingest import hashing, ledger
-from kbtools.ingest import rows as rows_schema
-from kbtools.ingest.candidates import (
-    ROLES,
-    DedupKey,
-    Deduplicator,
-    KeptRecord,
-    NoteIndex,
-    SourceMeta,
-    StoredKeys,
-    build_candidates,
-    candidate_id,
-    is_internal_candidate,
-    marking,
-    split_messages,
-)
+from kbtools.ingest import caches, ledger
+from kbtools.ingest.candidates import NoteIndex
 from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
-from kbtools.ingest.hashing import fingerprint, hash_identifier, iso_time, sha256_hex
-from kbtools.ingest.ledger import LedgerSink, PriorSource, PriorState, Row, SourceRows
-from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo, memo_context
-from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
-from kbtools.ingest.sources.common import CHANGED_DURING_READ
+from kbtools.ingest.dedup import Deduplicator, StoredKeys, marking
+from kbtools.ingest.extract import (
+    NOT_SCANNED,
+    ProcessContext,
+    UnitOutcome,
+    pack_rows,
+    process_unit,
+    read_unit,
+    stat_cached,
+)
+from kbtools.ingest.hashing import sha256_hex
+from kbtools.ingest.ledger_read import PriorState
+from kbtools.ingest.ledger_write import LedgerSink, SourceRows, WriteSink
+from kbtools.ingest.lock import IngestLock
+from kbtools.ingest.memo import MemoStore, memo_context
+from kbtools.ingest.model import SourceRef, SourceSettings
+from kbtools.ingest.reemit import digest_context, dropped_on_carry, prior_rows, rows_digest
+from kbtools.ingest.reports import Counts, IngestSummary, iso_moment, summary_of, write_checkpoint, write_reports
+from kbtools.ingest.reuse import RACY_NS
+from kbtools.ingest.rows import dumps
 from kbtools.kb.layout import Layout
 from kbtools.redact import REDACTION_VERSION, Redactor
 from kbtools.redact.checks import local_account
@@ -78,19 +61,6 @@ if TYPE_CHECKING:
 
 # The journal is appended (and fsynced) once this many sources have new rows to journal.
 PARTIAL_EVERY = 100
-# Files modified this close to the run's start are read again next time (see _cacheable).
-RACY_NS = 2_000_000_000
-ERROR_CHARS = 300
-HINDSIGHT_CONFIDENCE = 0.55
-
-# How a redaction status written under the current rules ends.
-_CURRENT_RULES = f":{REDACTION_VERSION}"
-
-NOT_SCANNED = "source_not_scanned_this_run"
-INTERNAL_FILTERED = "internal_transcript_filtered"
-MALFORMED_SOURCE = "malformed_or_unavailable_source"
-NO_KNOWLEDGE = "no_reusable_technical_knowledge"
-DERIVED_ONLY = "derived_excluded"
 
 
 class IngestRequest(NamedTuple):
@@ -104,697 +74,10 @@ class IngestRequest(NamedTuple):
     jobs: int = 1
 
 
-class ProcessContext(NamedTuple):
-    """Everything :func:`process_unit` needs; all of it pickles."""
-
-    settings: SourceSettings
-    redactor: Redactor
-    derived: Any  # kbtools.derived.filter.DerivedFilter | None
-    notes: NoteIndex
-    prior: Mapping[str, list[PriorSource]]
-    max_candidate: int
-    max_text: int
-    run_at: str
-    by_locator: Mapping[str, PriorSource] = {}  # never changed: a Mapping, shared by default
-    # A file modified after this (ns since the epoch) may change again within
-    # its mtime granularity: its version is not cached (git's "racy" entries).
-    racy_after_ns: int = 0
-    # The derived filter's artifact set and threshold (see derived_key), part of
-    # every candidate-lines digest: a changed set means stored lines are re-checked.
-    derived_key: str = ""
-    # What extracting a changed source again takes from its previous version (see
-    # kbtools.ingest.memo): the context memos are valid under, the stored memos and
-    # the prior candidate lines of a source_key (both read through the run's own open
-    # files: set only where the workers are forked, never pickled), and whether this
-    # run's memos are kept.
-    memo_context: str = ""
-    memo_store: MemoStore | None = None
-    prior_lines: Callable[[str], list[bytes]] | None = None
-    keep_memos: bool = False
-
-
-class UnitOutcome(NamedTuple):
-    identity: str
-    source_key: str
-    created_at: str | None  # None: keep the prior row's (the source was not read)
-    updated_at: str | None
-    reuse: PriorSource | None = None  # take the prior rows of this entry
-    rows: SourceRows | None = None  # or these fresh ones
-    locator_key: str = ""
-    stat_key: list[Any] | None = None  # the version read, for the stat cache
-    unread: bool = False  # reused by the stat cache without reading the source
-
-    @property
-    def failed(self) -> bool:
-        return self.rows is not None and self.rows.manifest["parse_status"] == "failed"
-
-
-class Counts:
-    """What the run tallies, as the summary reports it."""
-
-    FIELDS = (
-        "discovered",
-        "processed",
-        "unchanged",
-        "skipped",
-        "failed",
-        "candidates",
-        "rejected",
-        "duplicates",
-        "errors",
-        "derived_excluded",
-        "truncated_sources",
-        "reused_unread",
-        "carried_forward",
-        "pruned",
-        "internal_filtered",
-    )
-    __slots__ = FIELDS
-
-    def __init__(self) -> None:
-        self.discovered = self.processed = self.unchanged = self.skipped = self.failed = 0
-        self.candidates = self.rejected = self.duplicates = self.errors = self.derived_excluded = 0
-        self.truncated_sources = self.reused_unread = self.carried_forward = self.pruned = 0
-        self.internal_filtered = 0
-
-    def add(self, rows: SourceRows, duplicates: int) -> None:
-        """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
-        manifest = rows.manifest
-        status = manifest["parse_status"]
-        setattr(self, status, getattr(self, status) + 1)
-        self.candidates += len(rows.candidate_lines)
-        self.duplicates += duplicates
-        self.rejected += len(rows.rejected)
-        self.errors += bool(manifest.get("error"))
-        if rows.events:
-            self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
-        self.truncated_sources += bool(manifest.get("truncated"))
-        self.internal_filtered += int(manifest.get("internal_filtered") or 0)
-
-
-class IngestSummary(NamedTuple):
-    values: dict[str, Any]
-    warnings: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
 # --------------------------------------------------------------------------- one source
 
 
-def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
-    """Load one source and either point at its reusable prior entry or build its rows.
-
-    The stat cache comes first: a source whose locator and version (size, mtime,
-    inode; a DB session's row versions) equal those recorded with a reusable
-    prior entry is reused without being read, as git's index does.
-    """
-    cached = stat_cached(ref, ctx)
-    return cached if cached is not None else read_unit(ref, ctx)
-
-
-def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
-    """:func:`process_unit` of a source the stat cache did not answer for: read it."""
-    from kbtools.ingest import sources
-
-    locator_key = locator_key_of(ref)
-    unit = sources.load(ref, ctx.settings)
-    project_key = hash_identifier(unit.project_identity)
-    session_hash = hash_identifier(unit.session_identity)
-    identity = hashing.hashed_identity_key(unit.tool, project_key, session_hash)
-    key = hashing.source_key_of(identity, unit.content_hash)
-    created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
-    error = redact_error(ctx.redactor, unit.error)
-    stat_key = _cacheable(unit, ctx)
-    # A missing store is reported as such on every run, never as "unchanged".
-    for prior in ctx.prior.get(identity, ()) if unit.format != "unavailable" else ():
-        if prior.source_key == key and reusable(prior, error):
-            return UnitOutcome(
-                identity, key, created_at, updated_at, reuse=prior, locator_key=locator_key, stat_key=stat_key
-            )
-    meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
-    memo = source_memo(identity, meta, ctx)
-    rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
-    rows.manifest["locator_key"] = locator_key
-    rows.manifest["stat_key"] = stat_key
-    if memo is not None and memo.messages and ctx.keep_memos:
-        rows.memo = memo.blob()
-    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key, stat_key=stat_key)
-
-
-def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
-    """The memo to extract a source with: seeded with its previous version's, if any."""
-    store = ctx.memo_store
-    if not ctx.memo_context or store is None:
-        return None
-    for prior in ctx.prior.get(identity, ()):
-        blob = store.get(prior.source_key)
-        if blob:
-            read = ctx.prior_lines
-            lines = functools.partial(read, prior.source_key) if read is not None else None
-            return SourceMemo(ctx.memo_context, meta, blob, lines)
-    # Nothing to recall: a memo is made only to be kept (not on a dry run).
-    return SourceMemo(ctx.memo_context, meta) if ctx.keep_memos else None
-
-
-def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
-    """The reusable prior entry of a source whose locator and version are unchanged, or None."""
-    if ref.stat_key is None:
-        return None
-    locator_key = locator_key_of(ref)
-    cached = ctx.by_locator.get(locator_key)
-    if cached is None or cached.stat_key != ledger.stat_json(ref.stat_key) or not reusable(cached, cached.error):
-        return None
-    return UnitOutcome(
-        cached.identity,
-        cached.source_key,
-        None,
-        None,
-        reuse=cached,
-        locator_key=locator_key,
-        stat_key=list(ref.stat_key),
-        unread=True,
-    )
-
-
-def locator_key_of(ref: SourceRef) -> str:
-    """What the stat cache keys a source by: where it was found, hashed (a locator is never persisted)."""
-    return sha256_hex(f"{ref.tool}\0{ref.locator}")
-
-
-def pack_rows(rows: SourceRows) -> SourceRows:
-    """The same rows with each candidate as its ledger line and its :class:`DedupKey`
-    (lines not stored yet are serialised here, in the worker that built them)."""
-    if rows.packed:
-        return rows
-    lines = rows.lines_of_candidates()
-    keys = [DedupKey.of(candidate) for candidate in rows.candidates]
-    return dataclasses.replace(rows, candidates=[], candidate_lines=list(lines), candidate_keys=keys)
-
-
-def _cacheable(unit: SourceUnit, ctx: ProcessContext) -> list[Any] | None:
-    """The version to record for the stat cache, or None when it must be read next time."""
-    version = unit.stat_key
-    if version is None or unit.error or unit.format == "unavailable":
-        return None
-    if unit.format in ("jsonl", "json") and len(version) == 3 and isinstance(version[1], int):
-        if version[1] > ctx.racy_after_ns:
-            return None  # modified too recently to trust its mtime
-    return list(version)
-
-
-def reusable(prior: PriorSource, current_error: str) -> bool:
-    """The contract's reuse conditions (the content hash is part of the source key).
-
-    Unlike the reference, a source that keeps the same harmless error (one
-    malformed line) is reusable: same bytes, same outcome; it is not
-    re-extracted on every run.
-    """
-    return (
-        prior.parse_status != "failed"
-        and prior.redaction_status.endswith(_CURRENT_RULES)
-        and prior.complete
-        and prior.error == current_error
-    )
-
-
-def redact_error(redactor: Redactor, error: str) -> str:
-    if not error:
-        return ""
-    text = redactor.redact(" ".join(error.split())).text
-    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
-
-
-def build_rows(
-    unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext, memo: SourceMemo | None = None
-) -> SourceRows:
-    kept, events, labelled, internal = _keep_records(unit, meta, ctx, memo)
-    truncated = unit.truncated
-    candidates: list[Row] = []
-    if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
-        hindsight = unit.tool == "hindsight"
-        batch = build_candidates(
-            meta,
-            kept,
-            ctx.notes,
-            max_candidate=ctx.max_candidate,
-            max_text=ctx.max_text,
-            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
-            require_signal=not hindsight,
-            memo=memo,
-        )
-        candidates = list(batch.candidates)
-        truncated = truncated or batch.truncated
-    if error and not candidates:
-        status, reason = "failed", MALFORMED_SOURCE
-    elif candidates:
-        status, reason = "processed", ""
-    else:
-        status = "skipped"
-        reason = unit.skip_reason or (DERIVED_ONLY if events and not kept else NO_KNOWLEDGE)
-    redacted = labelled or any(c["redactions"] for c in candidates) or error != unit.error
-    manifest = manifest_row(
-        meta,
-        content_hash=unit.content_hash,
-        parse_status=status,
-        redacted=bool(redacted),
-        candidate_count=len(candidates),
-        article_slugs=_slugs(candidates),
-        skip_reason=reason,
-        error=error,
-        truncated=truncated,
-        internal_filtered=internal,
-        run_at=ctx.run_at,
-    )
-    rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
-    return SourceRows(manifest, candidates, rejected, events)
-
-
-def _keep_records(
-    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext, memo: SourceMemo | None = None
-) -> tuple[list[KeptRecord], list[Row], bool, int]:
-    """Role gate → control-plane filter → derived filter → redaction, one message at a time
-    (or the message's outcome as the ``memo`` recalls it).
-
-    Also returns how many messages the control-plane filter dropped."""
-    kept: list[KeptRecord] = []
-    events: list[Row] = []
-    labelled = False
-    internal = 0
-    for record in unit.records:
-        if record.role not in ROLES:
-            continue
-        text = _utf8(record.text)
-        if not text.strip():
-            continue
-        key = memo.message_key(record.role, text) if memo is not None else b""
-        outcome = memo.recall_message(key) if memo is not None else None
-        if outcome is None:
-            if is_internal_text(text):
-                outcome = INTERNAL
-            elif ctx.derived is not None and (match := ctx.derived.match(text)) is not None:
-                events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
-                continue  # never memoised: its event is made each time
-            else:
-                red = ctx.redactor.redact(text)
-                outcome = (
-                    EMPTY
-                    if not red.text.strip()
-                    else (red.text, tuple(red.labels))
-                    if red.labels or red.text != text
-                    else KEPT
-                )
-        if memo is not None:
-            memo.note_message(key, outcome)
-        if isinstance(outcome, tuple):
-            red_text, labels = outcome
-        elif outcome == KEPT:
-            red_text, labels = text, ()
-        else:
-            internal += outcome == INTERNAL
-            continue  # dropped: internal, or nothing left once redacted
-        labelled = labelled or bool(labels)
-        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels, key))
-    return kept, events, labelled, internal
-
-
-def _utf8(text: str) -> str:
-    """Lone surrogates (a `\\ud800` escape in a source) cannot be hashed or written as UTF-8."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext) -> Row:
-    redact = ctx.redactor.redact
-    return rows_schema.as_json(
-        EventRow(
-            event_id=sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
-            event=DERIVED_ONLY,
-            source_key=meta.source_key,
-            tool=meta.tool,
-            record_type=meta.record_type,
-            message_index=index,
-            role=role,
-            created_at=iso_time(created_at),
-            artifact={"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
-            overlap=match.overlap,
-            threshold=ctx.derived.threshold,
-            run_at=ctx.run_at,
-        )
-    )
-
-
-def manifest_row(
-    meta: SourceMeta,
-    *,
-    content_hash: str,
-    parse_status: str,
-    redacted: bool,
-    candidate_count: int,
-    article_slugs: list[str],
-    skip_reason: str,
-    error: str,
-    truncated: bool,
-    run_at: str,
-    internal_filtered: int = 0,
-) -> Row:
-    return rows_schema.as_json(
-        ManifestRow(
-            source_key=meta.source_key,
-            tool=meta.tool,
-            record_type=meta.record_type,
-            project_key=meta.project_key,
-            session_hash=meta.session_key,
-            created_at=meta.created_at,
-            updated_at=meta.updated_at,
-            format=meta.format,
-            content_hash=content_hash,
-            parse_status=parse_status,
-            redaction_status=redaction_status(redacted),
-            candidate_count=candidate_count,
-            article_slugs=article_slugs,
-            skip_reason=skip_reason,
-            error=error,
-            truncated=truncated,
-            internal_filtered=internal_filtered,
-            run_at=run_at,
-        )
-    )
-
-
-def redaction_status(redacted: bool) -> str:
-    return f"{'redacted' if redacted else 'none'}:{REDACTION_VERSION}"
-
-
-def rejection(source_key: str, reason: str, run_at: str) -> Row:
-    return rows_schema.as_json(
-        RejectedRow(
-            rejection_id=sha256_hex(f"{source_key}\0{reason}"), source_key=source_key, reason=reason, run_at=run_at
-        )
-    )
-
-
-def _slugs(candidates: list[Row]) -> list[str]:
-    return sorted({slug for c in candidates for slug in c.get("note_matches") or ()})
-
-
 # --------------------------------------------------------------------------- prior rows
-
-
-def prior_rows(
-    prior: PriorState,
-    digest: PriorSource,
-    ctx: ProcessContext,
-    *,
-    run_at: str,
-    status: str,
-    skip_reason: str | None,
-    created_at: str | None = None,
-    updated_at: str | None = None,
-    locator: tuple[str, list[Any] | None] | None = None,
-) -> SourceRows:
-    """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
-
-    Candidate lines whose digest says they were written under this control-plane
-    filter, these redaction rules and this derived filter's artifact set are
-    trusted as they are (never even parsed whole). Any other line is re-checked:
-    control-plane text and text derived from the wiki's own pages are dropped
-    (the latter logged as a ``derived_excluded`` event). A reused entry was
-    redacted by the current rules (the reuse gate says so); a carried-forward
-    one may be older: its text is redacted again before it is written back, so
-    no text reaches disk without the current rules.
-    """
-    current = digest.redaction_status.endswith(_CURRENT_RULES)
-    segment = (
-        prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key))
-        if current
-        else None
-    )
-    rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
-    events = prior.rows_for("events", digest.source_key)
-    dropped = 0
-    redacted = False
-    lines: list[bytes] = []
-    if segment is not None:
-        # The offset index vouches for these bytes (written with this digest, under
-        # these rules, into the very file still open): copied unread.
-        trusted = same_status = True  # lines copied unread leave the redaction status to the prior row
-        count = len(segment.starts)
-        rows = SourceRows(
-            {}, [], rejected, events, candidate_lines=[None] * count, lines_digest=digest.rows_digest, segment=segment
-        )
-        _stored_keys(rows, prior, digest, segment.read, count)
-    else:
-        lines = prior.lines_for("candidates", digest.source_key)
-        trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
-        if trusted:
-            rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
-            _stored_keys(rows, prior, digest, lambda: lines, len(lines))
-            redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-            same_status = (
-                redaction_status(redacted or digest.redaction_status.startswith("redacted:")) == digest.redaction_status
-            )
-    if trusted:
-        # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
-        if (
-            same_status
-            and len(rows.candidate_lines) == digest.candidate_count
-            and _as_before(digest, status, skip_reason, created_at, locator)
-        ):
-            line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
-            if line is not None:
-                return _verbatim(rows, digest, line)
-        row = prior.manifest_row(digest)
-        slugs = list(row.get("article_slugs") or ())
-    else:
-        row = prior.manifest_row(digest)
-        kept: list[Row] = []
-        for line in lines:
-            try:
-                candidate = json.loads(line)
-            except ValueError:  # its keys looked whole when indexed (see ledger._candidate_keys)
-                prior.malformed += 1
-                continue
-            candidate.pop(rows_schema.RUN_TAG, None)
-            text = str(candidate.get("text", ""))
-            if is_internal_candidate(text):
-                dropped += 1
-                continue
-            if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events, run_at):
-                continue
-            if not current:
-                candidate = _redact_again(candidate, ctx.redactor)
-            kept.append(rows_schema.ordered(candidate, "candidates"))
-        rows = SourceRows(row, kept, rejected, events, dropped)
-        redacted = any(c.get("redactions") for c in kept)
-        slugs = _slugs(kept)
-    if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
-        rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
-    return _reemitted(
-        rows,
-        row,
-        digest,
-        ctx,
-        run_at=run_at,
-        status=status,
-        skip_reason=skip_reason,
-        created_at=created_at,
-        updated_at=updated_at,
-        locator=locator,
-        redacted=redacted,
-        slugs=slugs,
-        current=current,
-        dropped=dropped,
-    )
-
-
-def _reemitted(
-    rows: SourceRows,
-    row: Row,
-    digest: PriorSource,
-    ctx: ProcessContext,
-    *,
-    run_at: str,
-    status: str,
-    skip_reason: str | None,
-    created_at: str | None,
-    updated_at: str | None,
-    locator: tuple[str, list[Any] | None] | None,
-    redacted: bool,
-    slugs: list[str],
-    current: bool,
-    dropped: int,
-) -> SourceRows:
-    """The prior manifest ``row`` updated for this run (the tail of :func:`prior_rows`)."""
-    error = str(row.get("error", ""))
-    if not current:
-        error = redact_error(ctx.redactor, error)
-    row.update(
-        parse_status=status,
-        candidate_count=rows.candidate_count,
-        article_slugs=slugs,
-        error=error,
-        run_at=run_at,
-        redaction_status=redaction_status(redacted or digest.redaction_status.startswith("redacted:")),
-    )
-    row.setdefault("truncated", False)
-    row["internal_filtered"] = int(row.get("internal_filtered") or 0) + dropped
-    if skip_reason is not None:
-        row["skip_reason"] = skip_reason
-    if created_at is not None:
-        row["created_at"], row["updated_at"] = created_at, updated_at
-    if locator is not None:
-        row["locator_key"], row["stat_key"] = locator
-    row.setdefault("locator_key", "")
-    row.setdefault("stat_key", None)
-    row.setdefault("rows_digest", "")
-    rows.manifest = rows_schema.ordered(row, "manifest")
-    return rows
-
-
-def _as_before(
-    digest: PriorSource,
-    status: str,
-    skip_reason: str | None,
-    created_at: str | None,
-    locator: tuple[str, list[Any] | None] | None,
-) -> bool:
-    """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
-    (given candidate lines and a redaction status that stay the same)."""
-    return (
-        not digest.from_journal
-        and digest.parse_status == status
-        and (skip_reason is None or digest.skip_reason == skip_reason)
-        and created_at is None  # the source was not read: its times are the prior row's
-        and (locator is None or (locator[0] == digest.locator_key and ledger.stat_json(locator[1]) == digest.stat_key))
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def _json_bytes(value: str) -> bytes:
-    return json.dumps(value).encode()
-
-
-def _verbatim(rows: SourceRows, digest: PriorSource, line: bytes) -> SourceRows:
-    """``rows`` with the prior manifest row ``line`` (already restamped) as their manifest."""
-    rows.manifest_line = line
-    rows.entry = digest.entry
-    # What the run reads of a manifest row (see SourceRows.full_manifest for the rest).
-    rows.manifest = {
-        "source_key": digest.source_key,
-        "tool": digest.tool,
-        "record_type": digest.record_type,
-        "format": digest.format,
-        "parse_status": digest.parse_status,
-        "error": digest.error,
-        "truncated": digest.truncated,
-        "internal_filtered": digest.internal_filtered,
-        "rows_digest": digest.rows_digest,
-    }
-    return rows
-
-
-def _stored_keys(
-    rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]], count: int
-) -> None:
-    """The dedup keys of ``count`` trusted lines into ``rows``: from the key cache (see
-    :class:`StoredKeys`), else read off the lines."""
-    blob = prior.key_cache.get(digest.rows_digest, b"")
-    try:
-        cached = marshal.loads(blob) if blob else None
-    except (ValueError, EOFError, TypeError):
-        cached = None  # a damaged entry is a miss
-    if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
-        rows.stored_keys, rows.stored_blob = cached, blob
-    else:
-        rows.candidate_keys = [DedupKey.of_line(line) for line in lines()]
-
-
-def _derived_candidate(
-    candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row], run_at: str
-) -> bool:
-    """A stored candidate one of whose messages the derived filter now matches
-    (the artifact set changed since it was written): logged, to be dropped."""
-    for number, (role, message) in enumerate(split_messages(str(candidate.get("text", "")))):
-        match = ctx.derived.match(message)
-        if match is not None:
-            meta = SourceMeta(
-                digest.source_key, digest.session_hash, "", digest.tool, digest.record_type, digest.format, "", ""
-            )
-            # The source's message number is not stored with a candidate: the event is
-            # placed by turn and message within it (unique, so is its event_id).
-            index = int(candidate.get("turn_index") or 0) * 1000 + number
-            events.append(_derived_event(meta, index, role, str(candidate.get("created_at") or ""), match, ctx))
-            return True
-    return False
-
-
-# Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
-_TEXT_FIELDS = frozenset(rows_schema.KNOWLEDGE_FIELDS) - {"confidence", "source_refs"} | {"text", "summary"}
-
-
-def _redact_again(candidate: Row, redactor: Redactor) -> Row:
-    """Prior candidate text under the current rules (fingerprint and id follow the text)."""
-    out = dict(candidate)
-    labels = list(out.get("redactions") or [])
-
-    def clean(value: str) -> str:
-        red = redactor.redact(value)
-        labels.extend(label for label in red.labels if label not in labels)
-        return red.text
-
-    for name in _TEXT_FIELDS:
-        value = out.get(name)
-        if isinstance(value, str):
-            out[name] = clean(value)
-        elif isinstance(value, list):
-            out[name] = [clean(v) if isinstance(v, str) else v for v in value]
-    out["redactions"] = labels
-    if out["text"] != candidate.get("text"):
-        out["fingerprint"] = fingerprint(str(out["text"]))
-        turn, chunk = out.get("turn_index"), out.get("chunk_index")
-        if isinstance(turn, int) and isinstance(chunk, int):
-            out["candidate_id"] = candidate_id(str(out["source_key"]), out["fingerprint"], turn, chunk)
-    return out
-
-
-# Lines written with other candidate fields are re-checked (and written with these) once.
-_CANDIDATE_SCHEMA = ",".join(rows_schema.ledger_fields("candidates"))
-
-
-@functools.lru_cache(maxsize=4)
-def digest_context(derived_key: str) -> str:
-    """What a rows_digest is computed under: this control-plane filter, these
-    redaction rules, this derived filter (``derived_key``) and these candidate fields."""
-    return f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0{_CANDIDATE_SCHEMA}\0"
-
-
-def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
-    """What a source's candidate lines were written as, under :func:`digest_context`."""
-    digest = hashlib.sha256(digest_context(derived_key).encode())
-    for line in lines:
-        digest.update(line)
-    return digest.hexdigest()
-
-
-def _dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
-    """Prior rows that describe no source any more."""
-    if digest.tool == "omp" and digest.record_type == "advisor":
-        return True  # a deleted advisor file leaves the ledger
-    if digest.format == "unavailable":
-        return True  # a placeholder for a missing store path, not a source
-    # The older prompt-history scheme keyed the file by its content hash.
-    return (
-        digest.record_type == "prompt-history"
-        and digest.tool in scanned_prompt_tools
-        and digest.session_hash == hash_identifier(digest.content_hash)
-    )
 
 
 # --------------------------------------------------------------------------- the run
@@ -807,10 +90,6 @@ def new_run_id(moment: datetime) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return iso_time(moment.timestamp() * 1000)
 
 
 def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any, dict[str, Any], list[str]]:
@@ -956,12 +235,12 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
 def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None = None) -> IngestSummary:
     started = _now()
     run_id = new_run_id(started)
-    run_at = _iso(started)
+    run_at = iso_moment(started)
     config = request.config
     redactor = Redactor(config.redaction)
     derived, derived_settings, warnings = load_derived_filter(request, redactor)
     out = request.output_dir
-    lock = ledger.IngestLock(out) if request.write else None
+    lock = IngestLock(out) if request.write else None
     prior = PriorState()
     memos = MemoStore(out)
     sink: LedgerSink = LedgerSink()
@@ -993,7 +272,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
         if request.write:
             ledger.remove_stale_files(out)
-            sink = ledger.WriteSink(out, run_id)
+            sink = WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
         counts = Counts()
         dedup = Deduplicator()
@@ -1010,7 +289,7 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             if identity in state.seen:
                 continue
             for digest in group:
-                if digest.source_key in state.emitted or _dropped_on_carry(digest, scanned_prompt_tools):
+                if digest.source_key in state.emitted or dropped_on_carry(digest, scanned_prompt_tools):
                     continue
                 if digest.parse_status == "failed" and identity in state.discovered:
                     continue  # an old failure of a source that failed again (or differently) now
@@ -1023,13 +302,13 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
                 state.emit(rows, journal=False)
         state.persist()
         finished = _now()
-        summary = _summary(run_id, started, finished, request, counts, dedup, prior, derived_settings)
+        summary = summary_of(run_id, started, finished, not request.write, counts, dedup, prior, derived_settings)
         if request.write:
             sink.commit()
             if state.key_cache != prior.key_cache:
-                ledger.write_key_cache(out, state.key_cache)
+                caches.write_key_cache(out, state.key_cache)
             memos.commit(compact=counts.pruned > 0)
-            _write_reports(request, summary, redactor)
+            write_reports(out, request.layout.checkpoint, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:
         sink.abort()
@@ -1146,7 +425,7 @@ class _RunState:
                 assert line is not None
                 candidate = json.loads(line)
                 candidate["decision"], candidate["duplicate_of"] = mark
-                line = rows_schema.dumps(candidate)
+                line = dumps(candidate)
             lines.append(line)
         rows.candidate_lines = lines
         # Trusted lines written back as they are keep the digest they were checked against.
@@ -1176,125 +455,4 @@ class _RunState:
         self.sink.persist_partial()
         self.batches += 1
         self.journalled = 0
-        c = self.counts
-        ledger.write_private_text(
-            self.request.layout.checkpoint,
-            "\n".join(
-                [
-                    "# Current task",
-                    "",
-                    f"- Run ID: {self.run_id}",
-                    "- Status: parsing",
-                    f"- Current batch: {c.discovered} source records",
-                    f"- Resume cursor: {self.last_key}",
-                    f"- Persisted batches: {self.batches}",
-                    f"- Processed: {c.processed}",
-                    f"- Candidates: {c.candidates}",
-                    f"- Rejected: {c.rejected}",
-                    f"- Failed: {c.failed}",
-                    "- Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
-                    "",
-                ]
-            ),
-        )
-
-
-def _summary(
-    run_id: str,
-    started: datetime,
-    finished: datetime,
-    request: IngestRequest,
-    c: Counts,
-    dedup: Deduplicator,
-    prior: PriorState,
-    derived_settings: dict[str, Any],
-) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "started_at": _iso(started),
-        "finished_at": _iso(finished),
-        "dry_run": not request.write,
-        "discovered": c.discovered,
-        "processed": c.processed,
-        "unchanged": c.unchanged,
-        "skipped": c.skipped,
-        "failed": c.failed,
-        "candidates": c.candidates,
-        "rejected": c.rejected,
-        "duplicates": c.duplicates,
-        "duplicate_code_blocks": dedup.duplicate_code_blocks,
-        "duplicate_error_logs": dedup.duplicate_error_logs,
-        "errors": c.errors,
-        "derived_excluded": c.derived_excluded,
-        "internal_filtered": c.internal_filtered,
-        "truncated_sources": c.truncated_sources,
-        "reused_unread": c.reused_unread,
-        "carried_forward": c.carried_forward,
-        "pruned": c.pruned,
-        "malformed_prior_rows": prior.malformed,
-        "resumed_from_partial": prior.has_partial,
-        "redaction_version": REDACTION_VERSION,
-        "derived_filter": derived_settings,
-    }
-
-
-def _write_reports(request: IngestRequest, summary: dict[str, Any], redactor: Redactor) -> None:
-    labels = [
-        ("Run ID", "run_id"),
-        ("Started", "started_at"),
-        ("Finished", "finished_at"),
-        ("Discovered records", "discovered"),
-        ("Processed", "processed"),
-        ("Unchanged", "unchanged"),
-        ("Skipped", "skipped"),
-        ("Failed", "failed"),
-        ("Candidates", "candidates"),
-        ("Rejected", "rejected"),
-        ("Exact duplicates", "duplicates"),
-        ("Duplicate code blocks", "duplicate_code_blocks"),
-        ("Duplicate error logs", "duplicate_error_logs"),
-        ("Errors", "errors"),
-        ("Derived excluded", "derived_excluded"),
-        ("Internal text filtered", "internal_filtered"),
-        ("Truncated sources", "truncated_sources"),
-        ("Carried forward", "carried_forward"),
-        ("Pruned", "pruned"),
-        ("Malformed prior rows", "malformed_prior_rows"),
-        ("Redaction version", "redaction_version"),
-    ]
-    derived = summary["derived_filter"]
-    derived_line = (
-        f"enabled, threshold {derived.get('threshold')}, {derived.get('artifact_count', 0)} artifact(s)"
-        if derived.get("enabled")
-        else "DISABLED"
-    )
-    lines = ["# KB ingest run summary", "", "- Status: parsed; synthesis pending", "- Dry run: no"]
-    lines += [f"- {label}: {summary[key]}" for label, key in labels]
-    lines += [f"- Derived filter: {derived_line}", ""]
-    text = redactor.redact("\n".join(lines)).text
-    ledger.write_private_text(request.output_dir / ledger.SUMMARY_FILE, text)
-    c = summary
-    ledger.write_private_text(
-        request.layout.checkpoint,
-        redactor.redact(
-            "\n".join(
-                [
-                    "# Current task",
-                    "",
-                    f"- Run ID: {c['run_id']}",
-                    "- Status: parsing complete; synthesis pending",
-                    f"- Discovered records: {c['discovered']}",
-                    f"- Processed: {c['processed']}",
-                    f"- Unchanged: {c['unchanged']}",
-                    f"- Skipped: {c['skipped']}",
-                    f"- Failed: {c['failed']}",
-                    f"- Candidates: {c['candidates']}",
-                    f"- Rejected: {c['rejected']}",
-                    f"- Current batch: {c['discovered']}/{c['discovered']}",
-                    "- Next action: review candidates and match existing knowledge",
-                    "- Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
-                    "",
-                ]
-            )
-        ).text,
-    )
+        write_checkpoint(self.request.layout.checkpoint, self.run_id, self.counts, self.batches, self.last_key)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbtools.ingest.ledger import WriteSink
+from kbtools.ingest.ledger_write import WriteSink
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv
 from tests.testing.sessions import Msg, age, assistant, user, write_omp_session
 

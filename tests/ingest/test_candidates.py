@@ -3,19 +3,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbtools.ingest.candidates import (
-    DedupKey,
-    Deduplicator,
     KeptRecord,
     NoteIndex,
     SourceMeta,
-    StoredKeys,
     build_candidates,
     is_internal_candidate,
-    marking,
     render,
     split_messages,
     split_turns,
 )
+from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
 from kbtools.ingest.hashing import fingerprint
 from kbtools.ingest.rows import CandidateRow, fields_of
 
@@ -188,14 +185,14 @@ def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -
 
 
 def test_each_sentence_fills_one_knowledge_field() -> None:
-    from kbtools.ingest.candidates import knowledge_fields
+    from kbtools.ingest.knowledge import knowledge_fields
 
     answer = (
         "The TypeError was caused by a missing alias. It did not work with a relative import! "
         "We tried a workaround first. Verified: the tests pass now."
     )
     pieces = [("user", "Why does the build fail? 原因是什么？"), ("assistant", answer)]
-    fields = knowledge_fields([rec("user", pieces[0][1])], pieces, "")
+    fields = knowledge_fields(pieces[0][1], pieces, "")
     assert fields["error_messages"] == ["The TypeError was caused by a missing alias."]
     assert fields["failed_solutions"] == ["It did not work with a relative import!"]
     assert fields["final_solution"] == "We tried a workaround first."

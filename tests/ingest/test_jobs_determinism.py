@@ -62,9 +62,9 @@ def test_named_environments_are_ordered_by_first_mention_under_any_hash_seed() -
     # "node" and "nodejs" both name Node.js; which of the two a set yields last
     # must not decide where Node.js ranks.
     probe = (
-        "from kbtools.ingest.candidates import knowledge_fields\n"
+        "from kbtools.ingest.knowledge import knowledge_fields\n"
         "text = 'node 18 fails; the typescript build then fails again under nodejs'\n"
-        "print(knowledge_fields([], [('user', text)], text)['technical_environment'])\n"
+        "print(knowledge_fields('', [('user', text)], text)['technical_environment'])\n"
     )
     seen = {
         subprocess.run(

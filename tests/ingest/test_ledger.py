@@ -8,16 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from kbtools.ingest.ledger import (
-    IngestLock,
-    PriorState,
-    SourceRows,
-    WriteSink,
-    dumps,
-    ledger_path,
-    remove_stale_files,
-    restamped,
-)
+from kbtools.ingest.ledger import ledger_path, remove_stale_files, restamped
+from kbtools.ingest.ledger_read import PriorState
+from kbtools.ingest.ledger_write import SourceRows, WriteSink
+from kbtools.ingest.lock import IngestLock
+from kbtools.ingest.rows import dumps
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.cli import run_kb
 from tests.testing.sessions import write_omp_session
@@ -67,7 +62,7 @@ def test_lock_of_a_dead_process_is_taken_over(env: IngestEnv, tmp_path: Path) ->
     env.out.mkdir(parents=True)
     # A process that took the lock and died without releasing it.
     code = (
-        "import os, sys; from pathlib import Path; from kbtools.ingest.ledger import IngestLock; "
+        "import os, sys; from pathlib import Path; from kbtools.ingest.lock import IngestLock; "
         f"IngestLock(Path({str(env.out)!r})); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

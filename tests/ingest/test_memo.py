@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.ingest.candidates import NoteIndex, SourceMeta
+from kbtools.ingest.extract import ProcessContext, build_rows, pack_rows
 from kbtools.ingest.memo import MEMO_FILE, MEMO_INDEX, MemoStore, SourceMemo
 from kbtools.ingest.model import Record, SourceSettings, SourceUnit
-from kbtools.ingest.pipeline import ProcessContext, build_rows, pack_rows, redaction_key
+from kbtools.ingest.pipeline import redaction_key
 from kbtools.redact import Redactor
 from kbtools.redact.engine import Redacted
 from tests.ingest.conftest import IngestEnv, read_jsonl, tech_turn

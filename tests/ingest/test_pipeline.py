@@ -433,7 +433,8 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     from kbtools.cli.common import open_kb
     from kbtools.ingest import sources
     from kbtools.ingest.candidates import NoteIndex
-    from kbtools.ingest.pipeline import IngestRequest, ProcessContext, load_derived_filter, process_unit
+    from kbtools.ingest.extract import ProcessContext, process_unit
+    from kbtools.ingest.pipeline import IngestRequest, load_derived_filter
     from kbtools.redact import Redactor
 
     omp_session(env)
@@ -453,8 +454,8 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
 
 def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: IngestEnv) -> None:
     from kbtools.ingest.candidates import NoteIndex, SourceMeta
+    from kbtools.ingest.extract import ProcessContext, build_rows
     from kbtools.ingest.model import Record, SourceSettings, SourceUnit
-    from kbtools.ingest.pipeline import ProcessContext, build_rows
     from kbtools.redact import Redactor
 
     records = [Record("user", TECH_PROMPT, "", 0), Record("assistant", TECH_ANSWER, "", 1)]

@@ -1,0 +1,364 @@
+"""Extraction: one source read and turned into its rows.
+
+:func:`read_unit` runs the role gate, the control-plane filter per message, the derived
+filter per kept record, redaction, and builds turn-sized candidates. It is a pure
+top-level function of picklable data, so ``--jobs N`` runs it in N worker processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from kbtools.ingest import hashing
+from kbtools.ingest import rows as rows_schema
+from kbtools.ingest.candidates import ROLES, KeptRecord, NoteIndex, SourceMeta, build_candidates
+from kbtools.ingest.control_plane import is_internal_text
+from kbtools.ingest.dedup import DedupKey
+from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
+from kbtools.ingest.ledger import Row
+from kbtools.ingest.ledger_read import PriorSource
+from kbtools.ingest.ledger_write import SourceRows
+from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo
+from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.reuse import cacheable_version, locator_key_of, may_reuse
+from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
+from kbtools.ingest.sources.common import CHANGED_DURING_READ
+from kbtools.redact import REDACTION_VERSION, Redactor
+
+ERROR_CHARS = 300
+
+
+HINDSIGHT_CONFIDENCE = 0.55
+
+
+NOT_SCANNED = "source_not_scanned_this_run"
+
+
+INTERNAL_FILTERED = "internal_transcript_filtered"
+
+
+MALFORMED_SOURCE = "malformed_or_unavailable_source"
+
+
+NO_KNOWLEDGE = "no_reusable_technical_knowledge"
+
+
+DERIVED_ONLY = "derived_excluded"
+
+
+class ProcessContext(NamedTuple):
+    """Everything :func:`process_unit` needs; all of it pickles."""
+
+    settings: SourceSettings
+    redactor: Redactor
+    derived: Any  # kbtools.derived.filter.DerivedFilter | None
+    notes: NoteIndex
+    prior: Mapping[str, list[PriorSource]]
+    max_candidate: int
+    max_text: int
+    run_at: str
+    by_locator: Mapping[str, PriorSource] = {}  # never changed: a Mapping, shared by default
+    # A file modified after this (ns since the epoch) may change again within
+    # its mtime granularity: its version is not cached (git's "racy" entries).
+    racy_after_ns: int = 0
+    # The derived filter's artifact set and threshold (see derived_key), part of
+    # every candidate-lines digest: a changed set means stored lines are re-checked.
+    derived_key: str = ""
+    # What extracting a changed source again takes from its previous version (see
+    # kbtools.ingest.memo): the context memos are valid under, the stored memos and
+    # the prior candidate lines of a source_key (both read through the run's own open
+    # files: set only where the workers are forked, never pickled), and whether this
+    # run's memos are kept.
+    memo_context: str = ""
+    memo_store: MemoStore | None = None
+    prior_lines: Callable[[str], list[bytes]] | None = None
+    keep_memos: bool = False
+
+
+class UnitOutcome(NamedTuple):
+    identity: str
+    source_key: str
+    created_at: str | None  # None: keep the prior row's (the source was not read)
+    updated_at: str | None
+    reuse: PriorSource | None = None  # take the prior rows of this entry
+    rows: SourceRows | None = None  # or these fresh ones
+    locator_key: str = ""
+    stat_key: list[Any] | None = None  # the version read, for the stat cache
+    unread: bool = False  # reused by the stat cache without reading the source
+
+    @property
+    def failed(self) -> bool:
+        return self.rows is not None and self.rows.manifest["parse_status"] == "failed"
+
+
+def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
+    """Load one source and either point at its reusable prior entry or build its rows.
+
+    The stat cache comes first: a source whose locator and version (size, mtime,
+    inode; a DB session's row versions) equal those recorded with a reusable
+    prior entry is reused without being read, as git's index does.
+    """
+    cached = stat_cached(ref, ctx)
+    return cached if cached is not None else read_unit(ref, ctx)
+
+
+def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
+    """:func:`process_unit` of a source the stat cache did not answer for: read it."""
+    from kbtools.ingest import sources
+
+    locator_key = locator_key_of(ref)
+    unit = sources.load(ref, ctx.settings)
+    project_key = hash_identifier(unit.project_identity)
+    session_hash = hash_identifier(unit.session_identity)
+    identity = hashing.hashed_identity_key(unit.tool, project_key, session_hash)
+    key = hashing.source_key_of(identity, unit.content_hash)
+    created_at, updated_at = iso_time(unit.created_at), iso_time(unit.updated_at)
+    error = redact_error(ctx.redactor, unit.error)
+    stat_key = cacheable_version(unit, ctx.racy_after_ns)
+    # A missing store is reported as such on every run, never as "unchanged".
+    for prior in ctx.prior.get(identity, ()) if unit.format != "unavailable" else ():
+        if may_reuse(prior, source_key=key, error=error):
+            return UnitOutcome(
+                identity, key, created_at, updated_at, reuse=prior, locator_key=locator_key, stat_key=stat_key
+            )
+    meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
+    memo = source_memo(identity, meta, ctx)
+    rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
+    rows.manifest["locator_key"] = locator_key
+    rows.manifest["stat_key"] = stat_key
+    if memo is not None and memo.messages and ctx.keep_memos:
+        rows.memo = memo.blob()
+    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key, stat_key=stat_key)
+
+
+def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
+    """The memo to extract a source with: seeded with its previous version's, if any."""
+    store = ctx.memo_store
+    if not ctx.memo_context or store is None:
+        return None
+    for prior in ctx.prior.get(identity, ()):
+        blob = store.get(prior.source_key)
+        if blob:
+            read = ctx.prior_lines
+            lines = functools.partial(read, prior.source_key) if read is not None else None
+            return SourceMemo(ctx.memo_context, meta, blob, lines)
+    # Nothing to recall: a memo is made only to be kept (not on a dry run).
+    return SourceMemo(ctx.memo_context, meta) if ctx.keep_memos else None
+
+
+def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
+    """The reusable prior entry of a source whose locator and version are unchanged, or None."""
+    if ref.stat_key is None:
+        return None
+    locator_key = locator_key_of(ref)
+    cached = ctx.by_locator.get(locator_key)
+    if cached is None or not may_reuse(cached, version=ref.stat_key):
+        return None
+    return UnitOutcome(
+        cached.identity,
+        cached.source_key,
+        None,
+        None,
+        reuse=cached,
+        locator_key=locator_key,
+        stat_key=list(ref.stat_key),
+        unread=True,
+    )
+
+
+def pack_rows(rows: SourceRows) -> SourceRows:
+    """The same rows with each candidate as its ledger line and its :class:`DedupKey`
+    (lines not stored yet are serialised here, in the worker that built them)."""
+    if rows.packed:
+        return rows
+    lines = rows.lines_of_candidates()
+    keys = [DedupKey.of(candidate) for candidate in rows.candidates]
+    return dataclasses.replace(rows, candidates=[], candidate_lines=list(lines), candidate_keys=keys)
+
+
+def redact_error(redactor: Redactor, error: str) -> str:
+    if not error:
+        return ""
+    text = redactor.redact(" ".join(error.split())).text
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def build_rows(
+    unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext, memo: SourceMemo | None = None
+) -> SourceRows:
+    kept, events, labelled, internal = _keep_records(unit, meta, ctx, memo)
+    truncated = unit.truncated
+    candidates: list[Row] = []
+    if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
+        hindsight = unit.tool == "hindsight"
+        batch = build_candidates(
+            meta,
+            kept,
+            ctx.notes,
+            max_candidate=ctx.max_candidate,
+            max_text=ctx.max_text,
+            base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
+            require_signal=not hindsight,
+            memo=memo,
+        )
+        candidates = list(batch.candidates)
+        truncated = truncated or batch.truncated
+    if error and not candidates:
+        status, reason = "failed", MALFORMED_SOURCE
+    elif candidates:
+        status, reason = "processed", ""
+    else:
+        status = "skipped"
+        reason = unit.skip_reason or (DERIVED_ONLY if events and not kept else NO_KNOWLEDGE)
+    redacted = labelled or any(c["redactions"] for c in candidates) or error != unit.error
+    manifest = manifest_row(
+        meta,
+        content_hash=unit.content_hash,
+        parse_status=status,
+        redacted=bool(redacted),
+        candidate_count=len(candidates),
+        article_slugs=_slugs(candidates),
+        skip_reason=reason,
+        error=error,
+        truncated=truncated,
+        internal_filtered=internal,
+        run_at=ctx.run_at,
+    )
+    rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
+    return SourceRows(manifest, candidates, rejected, events)
+
+
+def _keep_records(
+    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext, memo: SourceMemo | None = None
+) -> tuple[list[KeptRecord], list[Row], bool, int]:
+    """Role gate → control-plane filter → derived filter → redaction, one message at a time
+    (or the message's outcome as the ``memo`` recalls it).
+
+    Also returns how many messages the control-plane filter dropped."""
+    kept: list[KeptRecord] = []
+    events: list[Row] = []
+    labelled = False
+    internal = 0
+    for record in unit.records:
+        if record.role not in ROLES:
+            continue
+        text = _utf8(record.text)
+        if not text.strip():
+            continue
+        key = memo.message_key(record.role, text) if memo is not None else b""
+        outcome = memo.recall_message(key) if memo is not None else None
+        if outcome is None:
+            if is_internal_text(text):
+                outcome = INTERNAL
+            elif ctx.derived is not None and (match := ctx.derived.match(text)) is not None:
+                events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
+                continue  # never memoised: its event is made each time
+            else:
+                red = ctx.redactor.redact(text)
+                outcome = (
+                    EMPTY
+                    if not red.text.strip()
+                    else (red.text, tuple(red.labels))
+                    if red.labels or red.text != text
+                    else KEPT
+                )
+        if memo is not None:
+            memo.note_message(key, outcome)
+        if isinstance(outcome, tuple):
+            red_text, labels = outcome
+        elif outcome == KEPT:
+            red_text, labels = text, ()
+        else:
+            internal += outcome == INTERNAL
+            continue  # dropped: internal, or nothing left once redacted
+        labelled = labelled or bool(labels)
+        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels, key))
+    return kept, events, labelled, internal
+
+
+def _utf8(text: str) -> str:
+    """Lone surrogates (a `\\ud800` escape in a source) cannot be hashed or written as UTF-8."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, match: Any, ctx: ProcessContext) -> Row:
+    redact = ctx.redactor.redact
+    return rows_schema.as_json(
+        EventRow(
+            event_id=sha256_hex(f"{meta.source_key}\0{DERIVED_ONLY}\0{index}"),
+            event=DERIVED_ONLY,
+            source_key=meta.source_key,
+            tool=meta.tool,
+            record_type=meta.record_type,
+            message_index=index,
+            role=role,
+            created_at=iso_time(created_at),
+            artifact={"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
+            overlap=match.overlap,
+            threshold=ctx.derived.threshold,
+            run_at=ctx.run_at,
+        )
+    )
+
+
+def manifest_row(
+    meta: SourceMeta,
+    *,
+    content_hash: str,
+    parse_status: str,
+    redacted: bool,
+    candidate_count: int,
+    article_slugs: list[str],
+    skip_reason: str,
+    error: str,
+    truncated: bool,
+    run_at: str,
+    internal_filtered: int = 0,
+) -> Row:
+    return rows_schema.as_json(
+        ManifestRow(
+            source_key=meta.source_key,
+            tool=meta.tool,
+            record_type=meta.record_type,
+            project_key=meta.project_key,
+            session_hash=meta.session_key,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            format=meta.format,
+            content_hash=content_hash,
+            parse_status=parse_status,
+            redaction_status=redaction_status(redacted),
+            candidate_count=candidate_count,
+            article_slugs=article_slugs,
+            skip_reason=skip_reason,
+            error=error,
+            truncated=truncated,
+            internal_filtered=internal_filtered,
+            run_at=run_at,
+        )
+    )
+
+
+def redaction_status(redacted: bool) -> str:
+    return f"{'redacted' if redacted else 'none'}:{REDACTION_VERSION}"
+
+
+def rejection(source_key: str, reason: str, run_at: str) -> Row:
+    return rows_schema.as_json(
+        RejectedRow(
+            rejection_id=sha256_hex(f"{source_key}\0{reason}"), source_key=source_key, reason=reason, run_at=run_at
+        )
+    )
+
+
+def _slugs(candidates: list[Row]) -> list[str]:
+    return sorted({slug for c in candidates for slug in c.get("note_matches") or ()})

@@ -1,0 +1,380 @@
+"""Writing the ledgers: a dry run's sink (:class:`LedgerSink`) and ``--write``'s
+(:class:`WriteSink`): final ledgers streamed to temp files and renamed into place at the
+end, progress appended to the journal (see :mod:`kbtools.ingest.ledger`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, temp_path_for, write_all
+from kbtools.ingest.caches import write_ledger_index
+from kbtools.ingest.ledger import Row, Segment, crash_point, ledger_path
+from kbtools.ingest.ledger_read import manifest_entry
+from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, dumps
+
+
+@dataclass
+class SourceRows:
+    """Everything one source contributes to the ledgers.
+
+    Candidates come as rows (``candidates``), or *packed*: ``candidates`` empty,
+    ``candidate_lines`` every line as bytes and ``candidate_keys`` what the
+    duplicate marking needs of each — what a worker process sends back (bytes
+    pickle in a copy; a row of fifty fields does not).
+    """
+
+    manifest: Row
+    candidates: list[Row] = field(default_factory=list)
+    rejected: list[Row] = field(default_factory=list)
+    events: list[Row] = field(default_factory=list)
+    # Prior candidates the control-plane filter dropped on this run.
+    internal_dropped: int = 0
+    candidate_lines: list[bytes | None] = field(default_factory=list)
+    candidate_keys: list[Any] = field(default_factory=list)
+    # Or, for trusted prior lines, their keys as the key cache keeps them (candidates.StoredKeys),
+    # and that entry as stored (marshal), to be kept as it is.
+    stored_keys: tuple[Any, ...] | None = None
+    stored_blob: bytes = b""
+    # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
+    lines_digest: str = ""
+    # Trusted prior lines not read yet (``candidate_lines`` all None): copied as a byte range.
+    segment: Segment | None = None
+    # The manifest row as it is written, when a prior row is re-emitted as it was
+    # (but for ``run_at``): ``manifest`` then holds only what the run reads of it,
+    # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
+    manifest_line: bytes | None = None
+    entry: tuple[Any, ...] | None = None
+    # The source's extraction memo, when it was extracted on this run (see kbtools.ingest.memo).
+    memo: bytes = b""
+
+    def materialize(self) -> None:
+        """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
+        if self.segment is not None:
+            self.candidate_lines = list(self.segment.read())
+            self.segment = None
+
+    def full_manifest(self) -> Row:
+        """:attr:`manifest` as a whole row, to be changed (drops :attr:`manifest_line`)."""
+        if self.manifest_line is not None:
+            self.manifest = json.loads(self.manifest_line)
+            self.manifest_line = self.entry = None
+        return self.manifest
+
+    @property
+    def packed(self) -> bool:
+        return not self.candidates
+
+    @property
+    def candidate_count(self) -> int:
+        return len(self.candidate_lines) if self.packed else len(self.candidates)
+
+    def lines_of_candidates(self) -> list[bytes]:
+        if self.packed:
+            return [line for line in self.candidate_lines if line is not None]
+        return [dumps(row) for row in self.candidates]
+
+
+class LedgerSink:
+    """A dry run: rows are counted by the pipeline and go nowhere."""
+
+    def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        pass
+
+    @property
+    def pending(self) -> bool:
+        """Rows journalled since the last :meth:`persist_partial`."""
+        return False
+
+    def persist_partial(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+class _BackgroundWriter:
+    """A temp ledger written by a thread of its own: byte ranges copied from the prior
+    ledger (in the kernel where it can), new lines appended, the data synced to disk
+    as it goes. The run's thread only queues (the syscalls release the GIL), so a
+    rerun's tens of MB of unchanged lines cost it no copying and little waiting at
+    the final fsync. A failure is raised in the run's thread at its next call."""
+
+    SYNC_EVERY = 16 << 20  # bytes written between two fdatasync
+    CHUNK = 1 << 20  # lines are queued in pieces of about this size
+
+    def __init__(self, fd: int) -> None:
+        import queue
+        import threading
+
+        self.fd = fd
+        self._ops: queue.Queue[bytes | tuple[int, int, int] | None] = queue.Queue(maxsize=16)
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kb-ledger-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        self._buffer.append(data)
+        self._buffered += len(data)
+        if self._buffered >= self.CHUNK:
+            self._push()
+
+    def copy(self, fd: int, start: int, end: int) -> None:
+        self._push()
+        self._put((fd, start, end))
+
+    def finish(self) -> os.stat_result:
+        """Everything written and fsynced; the file's stat."""
+        self._push()
+        self._stop()
+        os.fsync(self.fd)
+        return os.fstat(self.fd)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._error = self._error or OSError(errno.ECANCELED, "abandoned")
+            self._ops.put(None)
+            self._thread.join()
+        os.close(self.fd)
+
+    def _push(self) -> None:
+        if self._buffer:
+            data = b"".join(self._buffer)
+            self._buffer.clear()
+            self._buffered = 0
+            self._put(data)
+
+    def _put(self, op: bytes | tuple[int, int, int]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._ops.put(op)
+
+    def _stop(self) -> None:
+        self._ops.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        unsynced = 0
+        while True:
+            op = self._ops.get()
+            if op is None:
+                return
+            if self._error is not None:
+                continue  # failed: drain until told to stop
+            try:
+                if isinstance(op, bytes):
+                    write_all(self.fd, op)
+                    unsynced += len(op)
+                else:
+                    unsynced += _copy_range(op[0], self.fd, op[1], op[2])
+                if unsynced >= self.SYNC_EVERY:
+                    os.fdatasync(self.fd)
+                    unsynced = 0
+            except BaseException as exc:
+                self._error = exc
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> int:
+    """Append ``src[start:end]`` to ``dst`` (in the kernel where it can); the bytes copied."""
+    total = end - start
+    while start < end:
+        try:
+            done = os.copy_file_range(src, dst, end - start, start)
+        except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
+            done = 0
+        if done <= 0:
+            data = os.pread(src, end - start, start)
+            if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
+                raise OSError(errno.EIO, "the candidates ledger changed while copied")
+            write_all(dst, data)
+            break
+        start += done
+    return total
+
+
+class WriteSink(LedgerSink):
+    """``--write``: final ledgers streamed to temp files, progress appended to the journal.
+
+    The candidates ledger, most of the bytes, is written by a :class:`_BackgroundWriter`."""
+
+    COPY_PIECE = 4 << 20
+
+    def __init__(self, output_dir: Path, run_id: str) -> None:
+        self.output_dir = output_dir
+        self.run_id = run_id
+        self._temps: dict[str, Path] = {}
+        self._final: dict[str, IO[bytes]] = {}
+        self._candidates: _BackgroundWriter | None = None
+        for name in LEDGERS:
+            path = ledger_path(output_dir, name)
+            tmp = temp_path_for(path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+            self._temps[name] = tmp
+            if name == "candidates":
+                self._candidates = _BackgroundWriter(fd)
+            else:
+                self._final[name] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
+        # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
+        self._spans: dict[str, list[int]] = {}
+        self._written = 0
+        self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
+        self._digests: dict[str, str] = {}
+        # The rest of the ledger index: manifest entries, rejected and event row starts.
+        self._entries: list[tuple[tuple[Any, ...], int, int]] = []
+        self._starts: dict[str, dict[str, list[int]]] = {"rejected": {}, "events": {}}
+        self._sizes = {"manifest": 0, "rejected": 0, "events": 0}
+        # What every rows_digest of this run was computed under (set by the pipeline).
+        self.digest_context = ""
+        self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
+
+    def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        if journal:
+            rows.materialize()
+        segment = rows.segment
+        if segment is not None:
+            self._spans[rows.manifest["source_key"]] = [
+                self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)
+            ]
+            self._copy(segment)
+            lines: list[bytes] = []
+        else:
+            lines = rows.lines_of_candidates()
+        if lines or segment is not None:
+            self._digests[rows.manifest["source_key"]] = rows.manifest.get("rows_digest") or ""
+        if lines:
+            spans = self._spans.setdefault(rows.manifest["source_key"], [])
+            if spans:
+                spans.pop()  # the same source emitted again: its lines continue here
+            for line in lines:
+                spans.append(self._written)
+                self._written += len(line)
+            spans.append(self._written)
+            self._flush_copy()
+            self._writer.write(b"".join(lines))
+        if journal:
+            self._pending["candidates"].extend(self._tagged(line) for line in lines)
+        for name, items in (("rejected", rows.rejected), ("events", rows.events)):
+            if not items:
+                continue
+            starts = self._starts[name]
+            data = []
+            for row in items:
+                line = dumps(row)
+                starts.setdefault(row["source_key"], []).append(self._sizes[name])
+                self._sizes[name] += len(line)
+                data.append(line)
+            self._final[name].write(b"".join(data))
+            if journal:
+                self._pending[name].extend(map(self._tagged, data))
+        line = rows.manifest_line if rows.manifest_line is not None else dumps(rows.manifest)
+        entry = rows.entry if rows.entry is not None else manifest_entry(rows.manifest)
+        self._entries.append((entry, self._sizes["manifest"], len(line)))
+        self._sizes["manifest"] += len(line)
+        self._final["manifest"].write(line)
+        if journal:
+            self._pending["manifest"].append(self._tagged(line))
+
+    def _copy(self, segment: Segment) -> None:
+        """Queue a byte range of the prior ledger; adjacent ranges are copied as one, handed
+        to the writer in pieces of ``COPY_PIECE`` so that it copies while the run goes on."""
+        start, end = segment.starts[0], segment.end
+        self._written += end - start
+        if self._pending_copy is not None and self._pending_copy[0] == segment.fd and self._pending_copy[2] == start:
+            self._pending_copy = (segment.fd, self._pending_copy[1], end)
+            if end - self._pending_copy[1] >= self.COPY_PIECE:
+                self._flush_copy()
+            return
+        self._flush_copy()
+        self._pending_copy = (segment.fd, start, end)
+
+    def _flush_copy(self) -> None:
+        """Hand the queued range to the candidates writer."""
+        if self._pending_copy is not None:
+            self._writer.copy(*self._pending_copy)
+            self._pending_copy = None
+
+    @property
+    def _writer(self) -> _BackgroundWriter:
+        assert self._candidates is not None
+        return self._candidates
+
+    def _tagged(self, line: bytes) -> bytes:
+        """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
+        if len(line) > 3 and line.endswith(b"}\n"):
+            return line[:-2] + self._tag
+        return dumps({**json.loads(line), RUN_TAG: self.run_id})
+
+    @property
+    def pending(self) -> bool:
+        return any(self._pending.values())
+
+    def persist_partial(self) -> None:
+        if not self.pending:
+            return
+        for name in COMMIT_ORDER:
+            lines = self._pending[name]
+            path = ledger_path(self.output_dir, name, partial=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+            try:
+                write_all(fd, b"".join(lines))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            lines.clear()
+            crash_point(f"journal-{name}")
+        fsync_dir(self.output_dir)
+
+    def commit(self) -> None:
+        written: dict[str, os.stat_result] = {}
+        self._flush_copy()
+        for name in COMMIT_ORDER:
+            if name == "candidates":
+                written[name] = self._writer.finish()
+                self._writer.close()
+                self._candidates = None
+            else:
+                out = self._final.pop(name)
+                out.flush()
+                os.fsync(out.fileno())
+                written[name] = os.fstat(out.fileno())
+                out.close()
+            os.chmod(self._temps[name], PRIVATE_FILE_MODE)
+            os.replace(self._temps[name], ledger_path(self.output_dir, name))
+            crash_point(f"rename-{name}")
+        fsync_dir(self.output_dir)
+        for name in LEDGERS:  # the manifest part first: the rest is then ignored (see PriorState._load)
+            ledger_path(self.output_dir, name, partial=True).unlink(missing_ok=True)
+            crash_point(f"unlink-{name}")
+        fsync_dir(self.output_dir)
+        write_ledger_index(
+            self.output_dir,
+            {
+                "manifest": (written["manifest"], self._entries),
+                "candidates": (written["candidates"], (self.digest_context, self._digests, self._spans)),
+                "rejected": (written["rejected"], self._starts["rejected"]),
+                "events": (written["events"], self._starts["events"]),
+            },
+        )
+
+    def abort(self) -> None:
+        if self._candidates is not None:
+            self._candidates.close()
+            self._candidates = None
+        for out in self._final.values():
+            out.close()
+        self._final.clear()
+        for tmp in self._temps.values():
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,320 @@
+"""Re-emission: a prior source's rows written again (reused unchanged, or carried forward)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import marshal
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kbtools.ingest import rows as rows_schema
+from kbtools.ingest.candidates import SourceMeta, candidate_id, is_internal_candidate, split_messages
+from kbtools.ingest.control_plane import FILTER_VERSION
+from kbtools.ingest.dedup import DedupKey, StoredKeys
+from kbtools.ingest.extract import (
+    INTERNAL_FILTERED,
+    ProcessContext,
+    _derived_event,
+    _slugs,
+    redact_error,
+    redaction_status,
+    rejection,
+)
+from kbtools.ingest.hashing import fingerprint, hash_identifier
+from kbtools.ingest.ledger import Row, stat_json
+from kbtools.ingest.ledger_read import PriorSource, PriorState
+from kbtools.ingest.ledger_write import SourceRows
+from kbtools.ingest.reuse import CURRENT_RULES
+from kbtools.redact import REDACTION_VERSION, Redactor
+
+
+def prior_rows(
+    prior: PriorState,
+    digest: PriorSource,
+    ctx: ProcessContext,
+    *,
+    run_at: str,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None = None,
+    updated_at: str | None = None,
+    locator: tuple[str, list[Any] | None] | None = None,
+) -> SourceRows:
+    """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
+
+    Candidate lines whose digest says they were written under this control-plane
+    filter, these redaction rules and this derived filter's artifact set are
+    trusted as they are (never even parsed whole). Any other line is re-checked:
+    control-plane text and text derived from the wiki's own pages are dropped
+    (the latter logged as a ``derived_excluded`` event). A reused entry was
+    redacted by the current rules (the reuse gate says so); a carried-forward
+    one may be older: its text is redacted again before it is written back, so
+    no text reaches disk without the current rules.
+    """
+    current = digest.redaction_status.endswith(CURRENT_RULES)
+    segment = (
+        prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key))
+        if current
+        else None
+    )
+    rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
+    events = prior.rows_for("events", digest.source_key)
+    dropped = 0
+    redacted = False
+    lines: list[bytes] = []
+    if segment is not None:
+        # The offset index vouches for these bytes (written with this digest, under
+        # these rules, into the very file still open): copied unread.
+        trusted = same_status = True  # lines copied unread leave the redaction status to the prior row
+        count = len(segment.starts)
+        rows = SourceRows(
+            {}, [], rejected, events, candidate_lines=[None] * count, lines_digest=digest.rows_digest, segment=segment
+        )
+        _stored_keys(rows, prior, digest, segment.read, count)
+    else:
+        lines = prior.lines_for("candidates", digest.source_key)
+        trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
+        if trusted:
+            rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
+            _stored_keys(rows, prior, digest, lambda: lines, len(lines))
+            redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
+            same_status = (
+                redaction_status(redacted or digest.redaction_status.startswith("redacted:")) == digest.redaction_status
+            )
+    if trusted:
+        # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
+        if (
+            same_status
+            and len(rows.candidate_lines) == digest.candidate_count
+            and _as_before(digest, status, skip_reason, created_at, locator)
+        ):
+            line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
+            if line is not None:
+                return _verbatim(rows, digest, line)
+        row = prior.manifest_row(digest)
+        slugs = list(row.get("article_slugs") or ())
+    else:
+        row = prior.manifest_row(digest)
+        kept: list[Row] = []
+        for line in lines:
+            try:
+                candidate = json.loads(line)
+            except ValueError:  # its keys looked whole when indexed (see ledger.candidate_keys)
+                prior.malformed += 1
+                continue
+            candidate.pop(rows_schema.RUN_TAG, None)
+            text = str(candidate.get("text", ""))
+            if is_internal_candidate(text):
+                dropped += 1
+                continue
+            if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events, run_at):
+                continue
+            if not current:
+                candidate = _redact_again(candidate, ctx.redactor)
+            kept.append(rows_schema.ordered(candidate, "candidates"))
+        rows = SourceRows(row, kept, rejected, events, dropped)
+        redacted = any(c.get("redactions") for c in kept)
+        slugs = _slugs(kept)
+    if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
+        rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
+    return _reemitted(
+        rows,
+        row,
+        digest,
+        ctx,
+        run_at=run_at,
+        status=status,
+        skip_reason=skip_reason,
+        created_at=created_at,
+        updated_at=updated_at,
+        locator=locator,
+        redacted=redacted,
+        slugs=slugs,
+        current=current,
+        dropped=dropped,
+    )
+
+
+def _reemitted(
+    rows: SourceRows,
+    row: Row,
+    digest: PriorSource,
+    ctx: ProcessContext,
+    *,
+    run_at: str,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None,
+    updated_at: str | None,
+    locator: tuple[str, list[Any] | None] | None,
+    redacted: bool,
+    slugs: list[str],
+    current: bool,
+    dropped: int,
+) -> SourceRows:
+    """The prior manifest ``row`` updated for this run (the tail of :func:`prior_rows`)."""
+    error = str(row.get("error", ""))
+    if not current:
+        error = redact_error(ctx.redactor, error)
+    row.update(
+        parse_status=status,
+        candidate_count=rows.candidate_count,
+        article_slugs=slugs,
+        error=error,
+        run_at=run_at,
+        redaction_status=redaction_status(redacted or digest.redaction_status.startswith("redacted:")),
+    )
+    row.setdefault("truncated", False)
+    row["internal_filtered"] = int(row.get("internal_filtered") or 0) + dropped
+    if skip_reason is not None:
+        row["skip_reason"] = skip_reason
+    if created_at is not None:
+        row["created_at"], row["updated_at"] = created_at, updated_at
+    if locator is not None:
+        row["locator_key"], row["stat_key"] = locator
+    row.setdefault("locator_key", "")
+    row.setdefault("stat_key", None)
+    row.setdefault("rows_digest", "")
+    rows.manifest = rows_schema.ordered(row, "manifest")
+    return rows
+
+
+def _as_before(
+    digest: PriorSource,
+    status: str,
+    skip_reason: str | None,
+    created_at: str | None,
+    locator: tuple[str, list[Any] | None] | None,
+) -> bool:
+    """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
+    (given candidate lines and a redaction status that stay the same)."""
+    return (
+        not digest.from_journal
+        and digest.parse_status == status
+        and (skip_reason is None or digest.skip_reason == skip_reason)
+        and created_at is None  # the source was not read: its times are the prior row's
+        and (locator is None or (locator[0] == digest.locator_key and stat_json(locator[1]) == digest.stat_key))
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _json_bytes(value: str) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _verbatim(rows: SourceRows, digest: PriorSource, line: bytes) -> SourceRows:
+    """``rows`` with the prior manifest row ``line`` (already restamped) as their manifest."""
+    rows.manifest_line = line
+    rows.entry = digest.entry
+    # What the run reads of a manifest row (see SourceRows.full_manifest for the rest).
+    rows.manifest = {
+        "source_key": digest.source_key,
+        "tool": digest.tool,
+        "record_type": digest.record_type,
+        "format": digest.format,
+        "parse_status": digest.parse_status,
+        "error": digest.error,
+        "truncated": digest.truncated,
+        "internal_filtered": digest.internal_filtered,
+        "rows_digest": digest.rows_digest,
+    }
+    return rows
+
+
+def _stored_keys(
+    rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]], count: int
+) -> None:
+    """The dedup keys of ``count`` trusted lines into ``rows``: from the key cache (see
+    :class:`StoredKeys`), else read off the lines."""
+    blob = prior.key_cache.get(digest.rows_digest, b"")
+    try:
+        cached = marshal.loads(blob) if blob else None
+    except (ValueError, EOFError, TypeError):
+        cached = None  # a damaged entry is a miss
+    if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
+        rows.stored_keys, rows.stored_blob = cached, blob
+    else:
+        rows.candidate_keys = [DedupKey.of_line(line) for line in lines()]
+
+
+def _derived_candidate(
+    candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row], run_at: str
+) -> bool:
+    """A stored candidate one of whose messages the derived filter now matches
+    (the artifact set changed since it was written): logged, to be dropped."""
+    for number, (role, message) in enumerate(split_messages(str(candidate.get("text", "")))):
+        match = ctx.derived.match(message)
+        if match is not None:
+            meta = SourceMeta(
+                digest.source_key, digest.session_hash, "", digest.tool, digest.record_type, digest.format, "", ""
+            )
+            # The source's message number is not stored with a candidate: the event is
+            # placed by turn and message within it (unique, so is its event_id).
+            index = int(candidate.get("turn_index") or 0) * 1000 + number
+            events.append(_derived_event(meta, index, role, str(candidate.get("created_at") or ""), match, ctx))
+            return True
+    return False
+
+
+# Candidate fields that hold text from the source (the rest are hashes, numbers, enums).
+_TEXT_FIELDS = frozenset(rows_schema.KNOWLEDGE_FIELDS) - {"confidence", "source_refs"} | {"text", "summary"}
+
+
+def _redact_again(candidate: Row, redactor: Redactor) -> Row:
+    """Prior candidate text under the current rules (fingerprint and id follow the text)."""
+    out = dict(candidate)
+    labels = list(out.get("redactions") or [])
+
+    def clean(value: str) -> str:
+        red = redactor.redact(value)
+        labels.extend(label for label in red.labels if label not in labels)
+        return red.text
+
+    for name in _TEXT_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = clean(value)
+        elif isinstance(value, list):
+            out[name] = [clean(v) if isinstance(v, str) else v for v in value]
+    out["redactions"] = labels
+    if out["text"] != candidate.get("text"):
+        out["fingerprint"] = fingerprint(str(out["text"]))
+        turn, chunk = out.get("turn_index"), out.get("chunk_index")
+        if isinstance(turn, int) and isinstance(chunk, int):
+            out["candidate_id"] = candidate_id(str(out["source_key"]), out["fingerprint"], turn, chunk)
+    return out
+
+
+# Lines written with other candidate fields are re-checked (and written with these) once.
+_CANDIDATE_SCHEMA = ",".join(rows_schema.ledger_fields("candidates"))
+
+
+@functools.lru_cache(maxsize=4)
+def digest_context(derived_key: str) -> str:
+    """What a rows_digest is computed under: this control-plane filter, these
+    redaction rules, this derived filter (``derived_key``) and these candidate fields."""
+    return f"{FILTER_VERSION}\0{REDACTION_VERSION}\0{derived_key}\0{_CANDIDATE_SCHEMA}\0"
+
+
+def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
+    """What a source's candidate lines were written as, under :func:`digest_context`."""
+    digest = hashlib.sha256(digest_context(derived_key).encode())
+    for line in lines:
+        digest.update(line)
+    return digest.hexdigest()
+
+
+def dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
+    """Prior rows that describe no source any more."""
+    if digest.tool == "omp" and digest.record_type == "advisor":
+        return True  # a deleted advisor file leaves the ledger
+    if digest.format == "unavailable":
+        return True  # a placeholder for a missing store path, not a source
+    # The older prompt-history scheme keyed the file by its content hash.
+    return (
+        digest.record_type == "prompt-history"
+        and digest.tool in scanned_prompt_tools
+        and digest.session_hash == hash_identifier(digest.content_hash)
+    )
