@@ -77,11 +77,83 @@ _NOT_A_VALUE = frozenset(
     """true false null none nil undefined str string bytes int bool any optional required redacted
     [redacted] hidden masked omitted empty unset n/a na tbd todo xxx ... … a an the is are was to of in
     on for and or not no yes it this that see use set from with by as be if each per one
-    bearer basic digest bot await async new function lambda yield require import typeof""".split()
+    bearer basic digest bot await async new function lambda yield require import typeof
+    include same-origin omit""".split()
+)
+# Words people write where a secret goes in an example, a template or a course note.
+PLACEHOLDER_WORDS = frozenset(
+    """changeme changeit change_me change-me changethis password passwd pass pwd secret token apikey api_key
+    api-key key test testing example sample dummy placeholder replaceme replace_me replace-me fake foo bar
+    foobar baz qux value username user admin root login mypassword mysecret mytoken yourpassword yoursecret
+    yourtoken secretkey secret_key notasecret not-a-secret not_a_secret insecure unsafe default none""".split()
 )
 _STRING_PREFIXES = frozenset("f b r u rb br fr rf".split())
 _MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
 _ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+# `${VAR}`, `${VAR:default}`, `$(cmd)`, `{{ tmpl }}`, `{% … %}`, `%VAR%`, `@VAR@`, `<your-token>`, `{0}`, `%s`.
+_TEMPLATE = re.compile(
+    r"\$\{[^}]{0,256}\}?|\$\([^)]{0,256}\)?|\{\{|\{%|%[A-Za-z_][A-Za-z0-9_]{0,64}%"
+    r"|@[A-Za-z_][A-Za-z0-9_]{0,64}@|<[^<>]{1,64}>|\{[0-9]{0,2}\}|%[+# 0-]?[sdrfxv]$|\$[A-Za-z_][A-Za-z0-9_]{0,64}"
+)
+# A placeholder body: x/X/*/0 runs (`ghp_xxxx…`, `XXXX-XXXX`, `sk-****`), a keyboard or alphabet run.
+_MASK_RUN = re.compile(r"x{6}|X{6}|\*{3}|0{8}|#{4}|\.{3}|…|•{3}|_{6}")
+_SEQUENCES = ("abcdefgh", "qwertyui", "abcd1234", "1234abcd")
+_PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", "insert", "replace", "dummy")
+# A dotted or scoped code reference: `var.db_password`, `X25519.secret_length`, `Foo::BAR`, `a->b`.
+_DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,64}(?:(?:\.|::|->)[A-Za-z_$][A-Za-z0-9_$]{0,64}){1,8}")
+_DOTTED_SPLIT = re.compile(r"\.|::|->")
+_SNAKE = re.compile(r"[a-z][a-z0-9]{0,32}(?:_[a-z0-9]{1,32}){1,8}")
+_SECRET_WORDS = ("password", "passwd", "pass", "pwd", "token", "secret", "key", "cred", "auth", "login")
+# Regular-expression syntax: two of these and the value is a pattern, not a password.
+_REGEX_MARKS = re.compile(
+    r"\(\?[=!:<]|\.\*|\.\+|\\[dwsSbDW]|\[[a-zA-Z0-9]-[a-zA-Z0-9]|\{\d{1,3},\d{0,3}\}|^\^|\$$|\[\^"
+)
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in for a secret: a template, a placeholder word, a masked or degenerate body."""
+    low = value.lower()
+    if low in PLACEHOLDER_WORDS or low.strip("<>[]{}()'\"` ") in PLACEHOLDER_WORDS:
+        return True
+    if _TEMPLATE.match(value) or _MASKED.fullmatch(value):
+        return True
+    if _MASK_RUN.search(value) or any(seq in low for seq in _SEQUENCES):
+        return True
+    if any(hint in low for hint in _PLACEHOLDER_HINTS):
+        return True
+    body = value.strip("-_.:/=")
+    return len(body) >= 4 and len(set(body.lower())) <= 2
+
+
+_TOKEN_SEQUENCES = (*_SEQUENCES, "12345678", "0123456789", "abcdefghij")
+
+
+def is_placeholder_token(value: str) -> bool:
+    """A provider-shaped stand-in: `ghp_xxxx…`, `AKIA…EXAMPLE`, `sk-****`, `xoxb-1234567890-…`,
+    a body of a handful of distinct characters."""
+    low = value.lower()
+    if _MASK_RUN.search(value) or any(seq in low for seq in _TOKEN_SEQUENCES):
+        return True
+    if any(hint in low for hint in _PLACEHOLDER_HINTS):
+        return True
+    body = _NOT_ALNUM.sub("", value)
+    return len(body) >= 12 and len(set(body.lower())) <= 5
+
+
+def token_not_placeholder(hit: Candidate, config: RedactionConfig) -> bool:
+    return not is_placeholder_token(hit.value)
+
+
+def looks_like_regex(value: str) -> bool:
+    return len(_REGEX_MARKS.findall(value)) >= 2
+
+
+def is_code_reference(value: str) -> bool:
+    """`var.db_password`, `PdfEncryptionKeySize.Key128Bit`, `settings::API_KEY`: a name, not a value."""
+    if not _DOTTED.fullmatch(value):
+        return False
+    parts = _DOTTED_SPLIT.split(value)
+    return not any(is_high_entropy(part) or len(part) > 40 for part in parts)
 
 
 def is_reference(value: str, following: str = "") -> bool:
@@ -95,20 +167,111 @@ def is_reference(value: str, following: str = "") -> bool:
     return bool(_ALL_CAPS_NAME.fullmatch(value))
 
 
+# --- the name model -----------------------------------------------------------------------
+# A name's words (snake, kebab, dotted, camelCase) decide what its value can be.
+
+# The name describes a secret without holding one: its length, age, file, field, type, ….
+QUALIFIERS = frozenset(
+    """min max minimum maximum length len size age days expiry expires expire expiration lifetime ttl timeout
+    count policy policies rule rules history reuse complexity strength rounds iterations attempts retries
+    limit lockout chars digits lowercase uppercase symbols special file files path dir directory url uri
+    endpoint env var variable name names type kind id ids prefix suffix regex regexp pattern hint prompt
+    label field header param parameter placeholder input form validator validation error message msg text
+    title description desc help link button show hidden visible toggle enabled required provider store
+    handler callback class module ref index position offset number num location format mode version
+    algorithm algo bits column changed updated created reset manager service helper""".split()
+)
+# The value under these is a digest or an identifier, never a secret however random it looks.
+HASHISH = frozenset(
+    """sha sha1 sha224 sha256 sha384 sha512 md5 digest checksum hash commit etag integrity fingerprint revision
+    rev oid uuid guid crc shasum sum""".split()
+)
+# Keys that are not cryptographic keys: a cache key, a sort key, a primary key, ….
+KEY_KINDS = frozenset(
+    """cache sort primary partition idempotency foreign public pub object lookup routing dedup dedupe index
+    group row map cursor unique composite natural sequence bucket hot idx schema hotkey shortcut keyboard
+    react list item table dict hash s3 redis storage query""".split()
+)
+# Names whose value is a secret whatever its shape (hex and UUIDs included).
+STRONG = frozenset(
+    """secret secrets token tokens password passwd pwd passphrase private master signing encryption encrypt
+    decrypt hmac aes credential credentials creds cred api apikey access auth session client bearer
+    webhook license login""".split()
+)
+_CAMEL = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|[0-9]|\b)|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def name_words(name: str) -> tuple[str, ...]:
+    words: list[str] = []
+    for part in _NOT_ALNUM.split(name):
+        words.extend(w.lower() for w in _CAMEL.findall(part))
+    return tuple(words)
+
+
+def name_is_metadata(name: str) -> bool:
+    """`password_min_length`, `max_password_age_days`, `token_file`, `secret_name`: about a secret."""
+    return any(w in QUALIFIERS for w in name_words(name))
+
+
+def name_is_hashish(name: str) -> bool:
+    return any(w in HASHISH for w in name_words(name))
+
+
+def name_holds_key_material(name: str) -> bool:
+    """A hex or UUID value is a secret under `ENCRYPTION_KEY`, `signing_key`, `api_token` — not
+    under `cache_key`, `sha256`, `commit`, `etag`, `idempotency_key`."""
+    words = name_words(name)
+    if any(w in HASHISH or w in KEY_KINDS for w in words):
+        return False
+    return any(w in STRONG or w == "key" or w.endswith("key") for w in words)
+
+
+def is_benign(value: str, name: str, following: str = "", *, bare: bool = True) -> bool:
+    """The benign model: what a value under ``name`` is when it is not a secret."""
+    stripped = value.strip()
+    if not stripped:
+        return True
+    low = stripped.lower()
+    if low in _NOT_A_VALUE or is_placeholder(stripped) or is_reference(stripped, following):
+        return True
+    if name and name_is_metadata(name):
+        return True
+    if looks_like_regex(stripped):
+        return True
+    compact = _NOT_ALNUM.sub("", low)
+    if len(compact) >= 3 and compact in _NOT_ALNUM.sub("", name.lower()):  # `PASSWORD = "password"`
+        return True
+    if bare:
+        if is_code_reference(stripped):
+            return True
+        if _SNAKE.fullmatch(stripped) and any(w in stripped for w in _SECRET_WORDS):  # `= db_password`
+            return True
+    return False
+
+
 def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
     """An assigned value that may be a credential (placeholders and references are not)."""
     stripped = hit.value.strip()
-    if not stripped or stripped.lower() in _NOT_A_VALUE or _MASKED.fullmatch(stripped):
-        return False
-    if "v_bare" in hit.match.re.groupindex and hit.match.start("v_bare") == hit.start:
+    groups = hit.match.re.groupindex
+    bare = "v_bare" in groups and hit.match.start("v_bare") == hit.start
+    name = hit.group("name") if "name" in groups else ""
+    if bare:
         if stripped.lower() in _STRING_PREFIXES and hit.following in ('"', "'"):  # `f"…"`: the string is next
-            return False
-        name = hit.group("name").lower()
-        if len(stripped) >= 4 and name.endswith(stripped.lower()):  # `token=token`, `api_key=api_key`
             return False
         if _is_type_annotation(hit, stripped):
             return False
-    return not is_reference(stripped, hit.following)
+    if "kq" in groups and " " in stripped and _call_argument(hit):  # `t("password", "Your password")`
+        return False
+    return not is_benign(stripped, name, hit.following, bare=bare)
+
+
+def _call_argument(hit: Candidate) -> bool:
+    """`f("name", value)`: the key is the first argument of a call."""
+    text, start = hit.match.string, hit.match.start()
+    between = text[hit.match.end("name") : hit.start].lstrip("\\\"' ")
+    return between.startswith(",") and text[max(0, start - 8) : start].rstrip().endswith("(")
 
 
 _TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
@@ -147,11 +310,18 @@ def is_high_entropy(value: str) -> bool:
 
 
 def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
+    """A random-looking value under a secret-ish name; a hex digest or UUID only under a name that
+    holds key material (`ENCRYPTION_KEY`, not `cache_key`, `sha256`, `commit`)."""
     value = hit.value
-    name = hit.group("name").lower()
-    if "public" in name or "pub_key" in name or _path_like(value, config):
+    name = hit.group("name")
+    low = name.lower()
+    if "public" in low or "pub_key" in low or _path_like(value, config) or name_is_hashish(name):
         return False
-    return is_credential_value(hit, config) and is_high_entropy(value)
+    if not is_credential_value(hit, config):
+        return False
+    if _HEX_OR_UUID.fullmatch(value):
+        return len(value) >= 16 and name_holds_key_material(name) and shannon_entropy(value) >= 2.5
+    return is_high_entropy(value)
 
 
 # Top folders of paths that are not system paths (those are config.public_path_prefixes).
@@ -186,9 +356,13 @@ def sk_key(hit: Candidate, config: RedactionConfig) -> bool:
     return _has_mixed_classes(hit.value[3:])  # `sk-learn-compatible-…` is kebab-case prose
 
 
-def not_a_number(hit: Candidate, config: RedactionConfig) -> bool:
-    """`-u 1000:1000` is a uid:gid, not a user and password; `$PASS` is a reference."""
-    return not hit.value.isdigit() and not is_reference(hit.value, hit.following)
+def command_line_password(hit: Candidate, config: RedactionConfig) -> bool:
+    """`-u 1000:1000` is a uid:gid, not a user and password; `$PASS` is a reference;
+    `curl -u username:token` and `-u user:<password>` are placeholders."""
+    value = hit.value.strip("'\"")
+    if value.isdigit() or is_reference(value, hit.following) or is_placeholder(value):
+        return False
+    return not looks_like_regex(value)
 
 
 def not_a_word(hit: Candidate, config: RedactionConfig) -> bool:
@@ -244,8 +418,14 @@ _PACKAGE_TAGS = frozenset(
 _VERSION_PIN = re.compile(r"v?\d[\w.-]*|[0-9a-fA-F]{7,40}|\d+\.x|x|sha\d{1,3}|md5")
 
 
+# `pkg@npm:^2.0.0`, `pkg@workspace:*`, `pkg@patch:…`: a package manager's protocol, not a host.
+_PACKAGE_PROTOCOLS = frozenset("npm jsr workspace patch portal link file git github exec".split())
+
+
 def login_at_host(hit: Candidate, config: RedactionConfig) -> bool:
     host = hit.value.rsplit("@", 1)[1]
+    if hit.following == ":" and host.lower() in _PACKAGE_PROTOCOLS:
+        return False
     if host[0].isdigit():  # only a dotted-quad address is a host here; `pkg@18.2.0` is a version
         return _is_ipv4(host)
     if host.lower() in _PACKAGE_TAGS or _VERSION_PIN.fullmatch(host):

@@ -89,7 +89,14 @@ class Redactor:
         self._secret_rules = tuple(i for i, rule in enumerate(self.rules) if rule.is_secret)
         self._all_rules = tuple(range(len(self.rules)))
         self._keywords = KeywordIndex({k for rule in self.rules for k in rule.keywords})
-        self._rule_keywords = tuple(frozenset(rule.keywords) for rule in self.rules)
+        # keyword → the rules it wakes; rules without keywords always run. With a few hundred
+        # rules, going from the keywords present to their rules beats asking every rule.
+        self._always = frozenset(i for i, rule in enumerate(self.rules) if not rule.keywords)
+        by_keyword: dict[str, set[int]] = {}
+        for i, rule in enumerate(self.rules):
+            for k in rule.keywords:
+                by_keyword.setdefault(k, set()).add(i)
+        self._by_keyword = {k: frozenset(v) for k, v in by_keyword.items()}
 
     def __reduce__(self) -> tuple[object, ...]:
         custom = None if self.rules is RULES else self.rules
@@ -143,7 +150,31 @@ class Redactor:
             return []
         if self._allow:
             raw = [s for s in raw if not self._allowed(text, s)]
+        if raw:
+            raw.extend(self._other_occurrences(text, raw))
         return self._merge(raw) if raw else []
+
+    def _other_occurrences(self, text: str, raw: list[Span]) -> list[Span]:
+        """Once a value is known to be a secret, every other occurrence of it in the text is too
+        (a password echoed in a log line, a token pasted twice)."""
+        values: dict[str, int] = {}
+        for span in raw:
+            if self.rules[span.rule].is_secret and span.end - span.start >= _ECHO_MIN:
+                value = text[span.start : span.end]
+                if not _NUMBER.fullmatch(value):  # a number elsewhere may be a bare JSON value, or anything
+                    values.setdefault(value, span.rule)
+        if not values:
+            return []
+        taken = {(s.start, s.end) for s in raw}
+        extra: list[Span] = []
+        for value, rule in values.items():
+            pos = text.find(value)
+            while pos != -1:
+                end = pos + len(value)
+                if (pos, end) not in taken and _bounded(text, pos, end):
+                    extra.append(Span(pos, end, rule))
+                pos = text.find(value, end)
+        return extra
 
     # -- internals --------------------------------------------------------------
 
@@ -152,11 +183,11 @@ class Redactor:
         # Lower-casing can change the length of a few characters (`İ`); then keyword offsets
         # do not map onto the text, and anchored rules fall back to a full scan.
         aligned = len(lower) == len(text)
-        present = self._keywords.present(lower)
-        for index in indices:
-            keywords = self._rule_keywords[index]
-            if keywords and keywords.isdisjoint(present):
-                continue
+        woken = set(self._always)
+        for keyword in self._keywords.present(lower):
+            woken.update(self._by_keyword[keyword])
+        wanted = woken.intersection(indices) if len(indices) != len(self.rules) else woken
+        for index in sorted(wanted):
             yield from self._rule_spans(text, lower if aligned else None, index, self.rules[index])
 
     def _rule_spans(self, text: str, lower: str | None, index: int, rule: Rule) -> Iterator[Span]:
@@ -221,7 +252,12 @@ class Redactor:
 # After an assignment keyword: the rest of the name, maybe its closing quote, a separator.
 # Longer than any run a rule's pattern can start with (a host name of ten 63-character labels).
 _WALK_LIMIT = 704
-_SEPARATOR_AHEAD = re.compile(r"[A-Za-z0-9_-]{0,64}+\\?[\"']?[ \t]{0,8}[:=+?]")
+# Every binding of the grammar (kbtools.redact.grammar) starts like one of these: an operator,
+# a comma (call argument), `]` (subscript), a type or attribute word then `=` (Go, XML pairs).
+_SEPARATOR_AHEAD = re.compile(
+    r"[A-Za-z0-9_-]{0,64}+\\?[\"']?\]?[ \t\r\n]{0,16}(?:[:=+?.,|!]|(?:string|\[\]byte|[Vv]alue|VALUE)[ \t]{0,4}=)"
+)
+_XML_OPEN_BEHIND = 66  # `<` at most this far before a keyword: maybe an XML element's name
 
 
 def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[str]]:
@@ -241,7 +277,11 @@ def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[st
         run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:
-            if assignment and _SEPARATOR_AHEAD.match(text, hit + len(keyword)) is None:
+            if (
+                assignment
+                and _SEPARATOR_AHEAD.match(text, hit + len(keyword)) is None
+                and text.find("<", max(0, hit - _XML_OPEN_BEHIND), hit + 1) == -1
+            ):
                 hit = lower.find(keyword, hit + len(keyword))  # a word in prose, not a name being assigned
                 continue
             pos, limit = hit, max(0, hit - _WALK_LIMIT)
@@ -261,6 +301,8 @@ def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[st
             run_starts[hit] = run_start
             if run_start >= 0:
                 starts.add(run_start)
+                if assignment and run_start > 0 and text[run_start - 1] == "<":
+                    starts.add(run_start - 1)
                 if assignment and run_start > 0 and text[run_start - 1] in "\"'":
                     starts.add(run_start - 1)
                     if run_start > 1 and text[run_start - 2] == "\\":
@@ -274,6 +316,18 @@ def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[st
         if match is not None and match.end() > match.start():
             done = match.end()
             yield match
+
+
+_NUMBER = re.compile(r"[-+]?[0-9][0-9.eE+-]*")
+_ECHO_MIN = 8  # shorter values (`hunter2`) are too likely to occur by chance elsewhere
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """The occurrence is not a piece of a longer word or token."""
+    return (start == 0 or text[start - 1] not in _WORD or text[start] not in _WORD) and (
+        end == len(text) or text[end] not in _WORD or text[end - 1] not in _WORD
+    )
 
 
 def _better(candidate: Span, best: Span) -> bool:

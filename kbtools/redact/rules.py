@@ -39,6 +39,7 @@ from functools import cached_property
 from kbtools.config import RedactionConfig
 from kbtools.redact.checks import (
     Candidate,
+    command_line_password,
     email_not_a_file,
     file_url_not_public,
     find_private_domains,
@@ -48,19 +49,20 @@ from kbtools.redact.checks import (
     find_public_ipv4,
     is_credential_value,
     login_at_host,
-    not_a_number,
     not_a_word,
     not_public_path,
     private_ipv6,
     public_ipv6,
     secret_name_high_entropy,
     sk_key,
+    token_not_placeholder,
     url_password,
 )
+from kbtools.redact.grammar import VALUE_GROUPS, assignment
 
 # `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
 # ledger written by the reference pipeline is never mistaken for one redacted here.
-REDACTION_VERSION = "kb3"
+REDACTION_VERSION = "kb4"
 
 API_KEY = "<REDACTED_API_KEY>"
 TOKEN = "<REDACTED_TOKEN>"
@@ -148,35 +150,7 @@ def _upper(n: int, offset: int = 0) -> str:
 # ---------------------------------------------------------------------------
 # Assignments: `name = value`, `name: value`, `"name": "value"`, `\"name\": \"value\"`.
 
-# A value in one of four forms; the group that matched is the secret. In the escaped form
-# (JSON inside a JSON string) a unit is an escaped escape, another escape, or a plain character.
-_SCHEME = r"(?:(?:Bearer|Basic|Token|Bot|Digest)[ \t]{1,4})?"  # an HTTP scheme word stays readable
-_VALUE = (
-    r"(?:"
-    r'\\"' + _SCHEME + r'(?P<v_edq>(?:\\\\(?:\\[\\"]|[^\\"])|\\[^\\"]|[^\\"\r\n]){1,4096})\\"'
-    r'|"' + _SCHEME + r'(?P<v_dq>(?:[^"\\\r\n]|\\.){1,4096})"'
-    r"|'" + _SCHEME + r"(?P<v_sq>(?:[^'\\\r\n]|\\.){1,4096})'"
-    r"|" + _SCHEME + r"(?P<v_bare>[^\s,;\"'`\\<>()\[\]{}&|]{1,4096}+)"
-    r")"
-)
-_VALUE_GROUPS = ("v_edq", "v_dq", "v_sq", "v_bare")
-_SEPARATOR = (
-    r"(?:[ \t]{0,8}:[ \t]{0,4}(?:str|bytes|string|String|SecretStr|Optional\[str\]|str[ \t]?\|[ \t]?None)"
-    r"[ \t]{0,4}=|[ \t]{0,8}(?:=>|:=|\?=|\+=|=|:))"
-)
-
-
-def assignment(name: str, *, slash: bool = False) -> str:
-    """``name`` (a case-insensitive regex for the whole key), optionally quoted, a separator, a value.
-
-    A bare value starting with ``/`` is a path (``TOKEN_FILE=/run/secrets/t``), unless
-    ``slash``: a rule whose check tells a path from a random value (a base64 secret
-    starts with ``/`` one time in 64)."""
-    return (
-        r"(?P<kq>\\?[\"'])?(?<![A-Za-z0-9_-])"
-        rf"(?P<name>(?i:{name}))"
-        r"(?(kq)(?P=kq))" + _SEPARATOR + (r"(?![=:])" if slash else r"(?![=:/])") + r"[ \t]{0,8}" + _VALUE
-    )
+_VALUE_GROUPS = VALUE_GROUPS
 
 
 # An IPv6 candidate (validated by `ipaddress`); never inside a word, a version or a longer address.
@@ -308,8 +282,9 @@ RULES: tuple[Rule, ...] = (
         description="AWS access key id `AKIA…` (and `ASIA`/`ABIA`/`ACCA`)",
         keywords=("akia", "asia", "abia", "acca"),
         pattern=START + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + END,
+        accept=token_not_placeholder,
         true_positives=(("aws_access_key_id = AK" + "IA" + _upper(16), "IA" + _upper(16)),),
-        false_positives=("ASIAN markets", "AKIA" + "short"),
+        false_positives=("ASIAN markets", "AKIA" + "short", "AK" + "IAIOSFODNN7" + "EXAMPLE"),
     ),
     Rule(
         id="http-auth",
@@ -334,11 +309,12 @@ RULES: tuple[Rule, ...] = (
         description="GitHub token `gh[pousr]_…` (incl. the long `ghs_` installation format)",
         keywords=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
         pattern=START + r"gh[pousr]_[A-Za-z0-9_]{16,1024}+(?:[.-][A-Za-z0-9_-]{1,2048}+){0,4}",
+        accept=token_not_placeholder,
         true_positives=(
             (("APP_TOKEN=" + _gh + fill(36)), fill(36)),
             ('"\\n' + _gh + fill(36, 1) + '\\n"', fill(36, 1)),
         ),
-        false_positives=("the ghp_ prefix", "ghp_short"),
+        false_positives=("the ghp_ prefix", "ghp_short", _gh + "x" * 36, "GITHUB_TOKEN=" + _gh + "X" * 36),
     ),
     Rule(
         id="slack-token",
@@ -347,18 +323,32 @@ RULES: tuple[Rule, ...] = (
         description="Slack token `xox[baprse]-…`",
         keywords=("xox",),
         pattern=START + r"xox[baprse]-[A-Za-z0-9-]{16,512}+",
-        true_positives=(("xo" + "xb-" + "123456789012-" + fill(24), fill(24)),),
+        accept=token_not_placeholder,
+        true_positives=(("xo" + "xb-" + "394857102938-" + fill(24), fill(24)),),
         false_positives=("xoxb- tokens start like this",),
     ),
     Rule(
         id="secret-assignment",
         placeholder=TOKEN,
         category=CREDENTIAL,
-        description="a value assigned to `*token`, `*authorization`, `*cookie`, `*secret`, `*secret_key` "
+        description="a value assigned to `*token`, `*authorization`, `*cookie`, `*secret`, `*secret_key`, "
+        "`*credentials`, `*creds`, `*passphrase`, `*private_key`, `*signing_key`, `*master_key` "
         "(`tokens_saved=42`, `token_count=10`, `max_tokens=4096` survive: the name must end there)",
-        keywords=("token", "authorization", "cookie", "secret"),
+        keywords=(
+            "token",
+            "authorization",
+            "cookie",
+            "secret",
+            "credential",
+            "creds",
+            "passphrase",
+            *(f"{w}{sep}key" for w in ("private", "signing", "master", "encryption") for sep in ("_", "-", "")),
+        ),
         anchor=NAME_CHARS,
-        pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:token|authorization|cookie|secret(?:[_-]?key)?)(?![A-Za-z0-9_-])"),
+        pattern=assignment(
+            r"[A-Za-z0-9_-]{0,64}?(?:token|authorization|cookie|secret(?:[_-]?key)?|credentials?|creds|passphrase"
+            r"|(?:private|signing|master|encryption|secret)[_-]?key(?:[_-]?base)?)(?![A-Za-z0-9_-])"
+        ),
         groups=_VALUE_GROUPS,
         accept=is_credential_value,
         json_quote=True,
@@ -594,6 +584,7 @@ RULES: tuple[Rule, ...] = (
         description="JSON Web Token `eyJ….eyJ….…`",
         keywords=("eyj",),
         pattern=START + r"eyJ[A-Za-z0-9_-]{8,4096}+\.[A-Za-z0-9_-]{8,8192}+\.[A-Za-z0-9_-]{0,4096}+",
+        accept=token_not_placeholder,
         true_positives=(("jwt eyJ" + fill(20) + ".eyJ" + fill(30, 3) + "." + fill(43, 5), fill(30, 3)),),
         false_positives=("eyJ alone", "eyJhbGciOi"),
     ),
@@ -604,6 +595,7 @@ RULES: tuple[Rule, ...] = (
         description="Google API key `AIza…`",
         keywords=("aiza",),
         pattern=START + r"AIza[0-9A-Za-z_-]{35}" + r"(?![A-Za-z0-9_-])",
+        accept=token_not_placeholder,
         true_positives=(("maps AI" + "za" + fill(35), fill(35)),),
         false_positives=("AIzawhatever",),
     ),
@@ -614,6 +606,7 @@ RULES: tuple[Rule, ...] = (
         description="GitHub fine-grained personal access token `github_pat_…`",
         keywords=("github_pat_",),
         pattern=START + r"github_pat_[A-Za-z0-9_]{22,255}+",
+        accept=token_not_placeholder,
         true_positives=(("github" + "_pat_" + fill(22) + "_" + fill(59, 2), fill(59, 2)),),
         false_positives=("github_pat_ prefix",),
     ),
@@ -624,6 +617,7 @@ RULES: tuple[Rule, ...] = (
         description="GitLab token `glpat-…` (and `gldt-`, `glrt-`, `glptt-`, `glcbt-`)",
         keywords=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-"),
         pattern=START + r"gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,300}+(?:\.[A-Za-z0-9_-]{1,64}+){0,3}",
+        accept=token_not_placeholder,
         true_positives=(("gl" + "pat-" + fill(20), fill(20)),),
         false_positives=("glpat- prefix",),
     ),
@@ -634,6 +628,7 @@ RULES: tuple[Rule, ...] = (
         description="npm access token `npm_…`",
         keywords=("npm_",),
         pattern=START + r"npm_[A-Za-z0-9]{36}" + END,
+        accept=token_not_placeholder,
         true_positives=(("//registry.npmjs.org/:_authToken=np" + "m_" + fill(36), fill(36)),),
         false_positives=("npm_config_cache", "npm_package_version"),
     ),
@@ -644,6 +639,7 @@ RULES: tuple[Rule, ...] = (
         description="Stripe secret or restricted key `sk_live_…`/`rk_live_…` (and `_test_`)",
         keywords=("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
         pattern=START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,247}" + END,
+        accept=token_not_placeholder,
         true_positives=(("sk" + "_live_" + fill(24), fill(24)), ("rk" + "_live_" + fill(24, 1), fill(24, 1))),
         false_positives=("sk_live_ prefix",),
     ),
@@ -654,6 +650,7 @@ RULES: tuple[Rule, ...] = (
         description="Slack app-level token `xapp-…`",
         keywords=("xapp-",),
         pattern=START + r"xapp-[A-Za-z0-9-]{16,512}+",
+        accept=token_not_placeholder,
         true_positives=(("xa" + "pp-1-A" + fill(10) + "-1234-" + fill(40), fill(40)),),
         false_positives=("xapp- prefix",),
     ),
@@ -664,6 +661,7 @@ RULES: tuple[Rule, ...] = (
         description="Anthropic key `sk-ant-…` (api and admin)",
         keywords=("sk-ant-",),
         pattern=START + r"sk-ant-[A-Za-z0-9_-]{20,512}+",
+        accept=token_not_placeholder,
         true_positives=(("sk" + "-ant-api03-" + fill(93) + "AA", fill(93)),),
         false_positives=("sk-ant- prefix",),
     ),
@@ -674,6 +672,7 @@ RULES: tuple[Rule, ...] = (
         description="OpenAI project/service key `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`",
         keywords=("sk-proj-", "sk-svcacct-", "sk-admin-"),
         pattern=START + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,512}+",
+        accept=token_not_placeholder,
         true_positives=(("sk" + "-proj-" + fill(100), fill(100)),),
         false_positives=("sk-proj- prefix",),
     ),
@@ -684,6 +683,7 @@ RULES: tuple[Rule, ...] = (
         description="Hugging Face access token `hf_…`",
         keywords=("hf_",),
         pattern=START + r"hf_[A-Za-z0-9]{34,40}" + END,
+        accept=token_not_placeholder,
         true_positives=(("HF_TOKEN=hf" + "_" + fill(34, 2), fill(34, 2)),),
         false_positives=("hf_hub_download(repo_id)", "the hf_ prefix"),
     ),
@@ -694,6 +694,7 @@ RULES: tuple[Rule, ...] = (
         description="PyPI upload token `pypi-AgEIcHlwaS5vcmc…` (a macaroon for pypi.org)",
         keywords=("pypi-ageichlwas5vcmc",),
         pattern=START + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,1024}+",
+        accept=token_not_placeholder,
         true_positives=(("password = py" + "pi-AgEIcHlwaS5vcmc" + fill(60, 3), fill(60, 3)),),
         false_positives=("pypi-AgEIcHlwaS5vcmc short",),
     ),
@@ -704,6 +705,7 @@ RULES: tuple[Rule, ...] = (
         description="SendGrid API key `SG.<22>.<43>`",
         keywords=("sg.",),
         pattern=START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + r"(?![A-Za-z0-9_-])",
+        accept=token_not_placeholder,
         true_positives=(("SG" + "." + fill(22, 1) + "." + fill(43, 4), fill(43, 4)),),
         false_positives=("SG.short.value", "config.SG.x"),
     ),
@@ -732,18 +734,33 @@ RULES: tuple[Rule, ...] = (
         placeholder=PASSWORD,
         category=CREDENTIAL,
         description="a password on a command line: `curl -u user:pass`, `--user user:pass`, `sshpass -p pass`",
-        keywords=("-u", "--user", "sshpass"),
+        keywords=("-u", "--user", "sshpass", "--pass", "--token", "--api-key", "--secret", "mysql", "mariadb"),
         pattern=(
             r"(?<![A-Za-z0-9_-])(?:(?:-u|--user)[ \t=]{1,4}['\"]?[A-Za-z0-9._@+-]{1,128}:"
-            r"|sshpass[ \t]{1,4}-p[ \t]{0,4}['\"]?)(?P<password>[^\s'\"]{1,256}+)"
+            r"|sshpass[ \t]{1,4}-p[ \t]{0,4}['\"]?"
+            r"|--(?:password|passwd|pass|token|api-key|secret)[ \t]{1,4}['\"]?"
+            r"|(?:mysql|mysqldump|mariadb)[ \t][^\r\n|;&]{0,256}?[ \t]-p['\"]?(?=[^\s'\"]))"
+            r"(?P<password>[^\s'\"]{1,256}+)"
         ),
         groups=("password",),
-        accept=not_a_number,
+        accept=command_line_password,
         true_positives=(
             ("curl -u admin:" + "s3cr3t-" + fill(6) + " https://x.example", "s3cr3t-"),
             ("sshpass -p '" + fill(10, 3) + "' ssh host", fill(10, 3)),
+            ("mysql -h db -u app -p" + fill(12, 4) + " shop", fill(12, 4)),
+            ("vault login --token " + fill(26, 5), fill(26, 5)),
+            ("psql --password " + fill(14, 6) + " -h db", fill(14, 6)),
         ),
-        false_positives=("docker run -u 1000:1000 img", "git push -u origin main", 'curl -u "$USER:$PASS" x'),
+        false_positives=(
+            "docker run -u 1000:1000 img",
+            "docker run --user 1000:1000 img",
+            "git push -u origin main",
+            'curl -u "$USER:$PASS" x',
+            "curl -u username:token https://api.example.com",
+            "curl -u user:<password> https://x.example",
+            "mysql -u root -p mydb",
+            "deploy --token $DEPLOY_TOKEN",
+        ),
     ),
     Rule(
         id="netrc-password",
@@ -759,6 +776,50 @@ RULES: tuple[Rule, ...] = (
         accept=is_credential_value,
         true_positives=(("machine api.example.com login bot password " + fill(16, 7), fill(16, 7)),),
         false_positives=("the machine login password prompt", "machine x login y password $NETRC_PW"),
+    ),
+    Rule(
+        id="bundler-credentials",
+        placeholder=PASSWORD,
+        category=CREDENTIAL,
+        description="Bundler's per-host credentials `BUNDLE_<HOST>__<TLD>=user:password` (or a token)",
+        keywords=("bundle_",),
+        anchor=NAME_CHARS,
+        pattern=assignment(r"BUNDLE_[A-Z0-9_]{1,128}__[A-Z]{2,24}"),
+        groups=_VALUE_GROUPS,
+        accept=is_credential_value,
+        json_quote=True,
+        true_positives=(
+            (
+                "export BUNDLE_GEMS__CONTRIBSYS__COM="
+                + fill(8, 1, "0123456789abcdef")
+                + ":"
+                + fill(8, 3, "abcdef0123"),
+                fill(8, 1, "0123456789abcdef"),
+            ),
+            ("BUNDLE_RUBYGEMS__PKG__GITHUB__COM: " + fill(40, 2), fill(40, 2)),
+        ),
+        false_positives=(
+            "BUNDLE_PATH=vendor/bundle",
+            "BUNDLE_GEMS__EXAMPLE__COM=${BUNDLE_TOKEN}",
+            "BUNDLE_DEPLOYMENT: true",
+        ),
+    ),
+    Rule(
+        id="sonar-login",
+        placeholder=TOKEN,
+        category=CREDENTIAL,
+        description="SonarQube's `sonar.login` / `sonar.token` (a user token in old and new scanners)",
+        keywords=("sonar",),
+        anchor=NAME_CHARS,
+        pattern=assignment(r"(?:-D)?sonar[._-]?(?:login|token)"),
+        groups=_VALUE_GROUPS,
+        accept=is_credential_value,
+        json_quote=True,
+        true_positives=(
+            ("sonar.login=" + fill(40, 5, "0123456789abcdef"), fill(40, 5, "0123456789abcdef")),
+            ("mvn sonar:sonar -Dsonar.token=sqp_" + fill(40, 1, "0123456789abcdef"), fill(40, 1, "0123456789abcdef")),
+        ),
+        false_positives=("sonar.login=${SONAR_TOKEN}", "sonar.host.url=https://sonarcloud.io"),
     ),
     Rule(
         id="public-ipv4",
@@ -804,7 +865,7 @@ RULES: tuple[Rule, ...] = (
         keywords=("://",),
         pattern=(
             r"(?<![A-Za-z0-9+.-])(?i:https?|wss?|s?ftp|ssh|git|rediss?|postgres(?:ql)?|mysql|mongodb|amqps?|kafka"
-            r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)://(?:[^\s/@\"'<>\\]{1,256}@)?"
+            r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)://(?:[^\s/@\"'<>\\]{1,256}@)?+"
             r"(?P<host>[A-Za-z][A-Za-z0-9-]{0,62})(?=[:/?#\s\"'`<>\\)\]]|$)"
         ),
         groups=("host",),
@@ -858,10 +919,11 @@ RULES: tuple[Rule, ...] = (
             "salt",
             "dsn",
             "seed",
+            "login",
         ),
         anchor=NAME_CHARS,
         pattern=assignment(
-            r"[A-Za-z0-9_-]{0,64}?(?:key|secret|token|credential|auth|pass|pwd|private|signature|salt|dsn|seed)"
+            r"[A-Za-z0-9_-]{0,64}?(?:key|secret|token|cred|auth|pass|pwd|private|signature|salt|dsn|seed|login)"
             r"[A-Za-z0-9_-]{0,64}+",
             slash=True,
         ),
@@ -901,6 +963,6 @@ def rules_fingerprint() -> str:
 
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("rules.py", "checks.py", "engine.py"):
+    for name in ("rules.py", "checks.py", "engine.py", "grammar.py"):
         digest.update((here / name).read_bytes().replace(b"\r\n", b"\n"))
     return digest.hexdigest()[:16]
