@@ -12,6 +12,7 @@ from kbtools.cli.common import RootOption
 
 if TYPE_CHECKING:
     from kbtools.errors import KbError
+    from kbtools.kb.layout import Layout
     from kbtools.lint.engine import LintReport
     from kbtools.lint.problem import Problem
 
@@ -34,13 +35,21 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
+        fix: Annotated[
+            bool,
+            typer.Option(
+                "--fix", help="Add missing index rows and a dated log entry for new raw sources and notes, then lint."
+            ),
+        ] = False,
         root: RootOption = None,
     ) -> int:
         """Check the raw manifest, note metadata and links, the index and the log, and secrets."""
-        return _run(staged=staged, since=since, only=only, output_format=output_format, root=root)
+        return _run(staged=staged, since=since, only=only, output_format=output_format, root=root, fix=fix)
 
 
-def _check_args(*, staged: bool, since: str | None, only: str | None, output_format: str) -> tuple[str, ...]:
+def _check_args(
+    *, staged: bool, since: str | None, only: str | None, output_format: str, fix: bool = False
+) -> tuple[str, ...]:
     """The chosen families; a bad combination or value is a usage error."""
     from kbtools.cli.common import check_format
     from kbtools.lint.engine import FAMILIES
@@ -48,19 +57,28 @@ def _check_args(*, staged: bool, since: str | None, only: str | None, output_for
     check_format(output_format, FORMATS)
     if staged and since is not None:
         raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
-    return _families(only, FAMILIES)
+    if fix and (staged or since is not None):
+        raise typer.BadParameter("--fix edits the work tree; it cannot be combined with --staged or --since")
+    families = _families(only, FAMILIES)
+    if fix and "index-log" not in families:
+        raise typer.BadParameter("--fix repairs the index and the log: include index-log", param_hint="--only")
+    return families
 
 
-def _run(*, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None) -> int:
+def _run(
+    *, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None, fix: bool = False
+) -> int:
     from dataclasses import replace
 
     from kbtools.cli.common import open_kb
     from kbtools.errors import KbError
     from kbtools.lint.engine import LintMode, run_lint
 
-    families = _check_args(staged=staged, since=since, only=only, output_format=output_format)
+    families = _check_args(staged=staged, since=since, only=only, output_format=output_format, fix=fix)
     try:
         _, layout = open_kb(root)
+        if fix:
+            _fix(layout, output_format)
         report = run_lint(layout, LintMode(staged=staged, since=since), families)
         notice = layout.locale_notice
     except KbError as exc:
@@ -72,8 +90,30 @@ def _run(*, staged: bool, since: str | None, only: str | None, output_format: st
         report = replace(report, notices=(notice, *report.notices))
     for notice in report.notices:
         typer.echo(notice, err=True)
-    typer.echo(render(report, output_format), err=output_format == "text" and not report.ok, nl=False)
+    typer.echo(render(report, output_format, families), err=output_format == "text" and not report.ok, nl=False)
     return 0 if report.ok else 1
+
+
+def _fix(layout: Layout, output_format: str) -> None:
+    """Append the missing index rows and one log entry; say what was written (stderr)."""
+    import datetime as dt
+
+    from kbtools.lint.context import build_context
+    from kbtools.lint.engine import LintMode
+    from kbtools.lint.fix import apply_fix, plan_fix
+
+    ctx = build_context(layout, LintMode(), frozenset({"index-log"}))
+    plan = plan_fix(ctx, dt.date.today())
+    written = apply_fix(ctx, plan)
+    if not written:
+        typer.echo("kb lint --fix: the index and the log already list every raw source and note", err=True)
+        return
+    raws = sum(1 for row in plan.rows if row.kind == "raw")
+    typer.echo(
+        f"kb lint --fix: {written[0]}: added {raws} raw source row(s) and {len(plan.rows) - raws} wiki page row(s); "
+        f"{written[1]}: added {plan.log_heading}",
+        err=True,
+    )
 
 
 def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
@@ -88,8 +128,11 @@ def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     return chosen
 
 
-def render(report: LintReport, output_format: str) -> str:
-    """The report as text (reference wording), JSON, or GitHub annotations."""
+def render(report: LintReport, output_format: str, families: Sequence[str] | None = None) -> str:
+    """The report as text (reference wording), JSON, or GitHub annotations.
+
+    ``families``: the families that ran (default: all). A passing run of only some says
+    which, and claims nothing about the families it did not run."""
     if output_format == "json":
         import json
 
@@ -105,11 +148,29 @@ def render(report: LintReport, output_format: str) -> str:
     if output_format == "github":
         return "".join(_annotation(p.path, p.line, p.message) for p in report.problems)
     if report.ok:
+        return success_text(report, families)
+    return failure_text("KB lint", report.problems)
+
+
+def success_text(report: LintReport, families: Sequence[str] | None = None) -> str:
+    from kbtools.lint.engine import FAMILIES
+
+    ran = tuple(families) if families is not None else FAMILIES
+    if set(ran) >= set(FAMILIES):
         return (
             f"KB lint passed: {report.raw_count} raw source(s), {report.note_count} wiki page(s), "
             "canonical index/log present.\n"
         )
-    return failure_text("KB lint", report.problems)
+    parts = []
+    if "raw" in ran:
+        parts.append(f"{report.raw_count} raw source(s)")
+    if "notes" in ran:
+        parts.append(f"{report.note_count} wiki page(s)")
+    if "index-log" in ran:
+        parts.append("canonical index/log present")
+    if "secrets" in ran:
+        parts.append("no secret in the changes")
+    return f"KB lint passed (only {', '.join(ran)}): {', '.join(parts)}.\n"
 
 
 def render_error(exc: KbError, output_format: str, root: Path | None) -> str:

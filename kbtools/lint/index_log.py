@@ -11,11 +11,15 @@ from pathlib import Path
 from kbtools.kb.frontmatter import FrontmatterError
 from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
-from kbtools.lint.notes import FENCE, INLINE_LINK, site_note_target, strip_brackets
+from kbtools.lint.notes import site_note_target, strip_brackets
 from kbtools.lint.problem import Problem
 from kbtools.lint.raw import append_only_violations
 
 LISTED_STATUSES = ("active", "provisional")
+# The index is read as text, in one pass (it lists thousands of entries): `[text](target)`
+# and `![alt](target)` targets, reference definitions, and code fences around log entries.
+INLINE_LINK = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]+)")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _DATED_ENTRY = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] .+")
 _LEVEL2 = re.compile(r"^## ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import unquote
 
 from kbtools.kb.frontmatter import FrontmatterError
@@ -14,12 +15,6 @@ from kbtools.lint.problem import Problem
 
 NOTE_REQUIRED_FIELDS = ("kind", "status", "sources")
 
-# `[text](target "title")` and `![alt](target)`: the target is what matters.
-INLINE_LINK = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]+)")
-# `[label]: target` reference definitions (not footnotes `[^1]: …`).
-_REFERENCE_DEF = re.compile(r"^ {0,3}\[(?!\^)[^\]]+\]:\s*(<[^>\n]*>|\S+)")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # `/note/<slug>` or `/<locale>/note/<slug>` (site links), optional trailing slash.
 _SITE_NOTE = re.compile(r"^/(?:([^/]+)/)?note/(.+?)/?$")
@@ -70,26 +65,58 @@ def slug_list(value: object) -> list[str]:
 
 
 def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
-    """``(line, target)`` of every inline link, image and reference definition outside code."""
-    fence: str | None = None
-    for offset, line in enumerate(body.split("\n")):
-        match = FENCE.match(line)
-        if fence is not None:
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-                fence = None
+    """``(line, target)`` of every link, image and link reference definition of a note body,
+    as a Markdown parser (CommonMark, markdown-it-py) sees them: text inside fenced or
+    indented code, code spans and HTML comments is not a link.
+
+    Cost is kept to what can hold a link: a body without ``](`` or ``]:`` is not parsed at
+    all (markdown-it is imported on first use), and after the block pass only the
+    paragraphs and headings that contain a bracket are parsed inline."""
+    if "](" not in body and "]:" not in body:
+        return
+    md = _markdown()
+    env: dict[str, Any] = {}
+    tokens = md.parse(body, env)
+    references = bool(env.get("references"))
+    used: set[str] = set()
+    for token in tokens:
+        if token.type != "inline" or token.map is None:
             continue
-        if match:
-            fence = match.group(1)
+        text = token.content
+        if "](" not in text and not (references and "]" in text):
             continue
-        if "](" not in line and "]:" not in line:
-            continue
-        if "`" in line:
-            line = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
-        for m in INLINE_LINK.finditer(line):
-            yield first_line + offset, strip_brackets(m.group(1))
-        ref = _REFERENCE_DEF.match(line)
-        if ref:
-            yield first_line + offset, strip_brackets(ref.group(1))
+        children: list[Any] = []
+        md.inline.parse(text, md, env, children)
+        line = first_line + token.map[0]
+        for child in children:
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "link_open" or child.type == "image":
+                target = str(child.attrs.get("href" if child.type == "link_open" else "src", ""))
+                used.add(target)
+                yield line, target
+    for definition in env.get("references", {}).values():
+        target = str(definition.get("href", ""))
+        if target not in used:  # an unused definition still names a target that must resolve
+            yield first_line + (definition.get("map") or [0])[0], target
+
+
+_MARKDOWN: Any = None
+
+
+def _markdown() -> Any:
+    """A CommonMark parser for the block pass only (inline parsing is done per paragraph that
+    can hold a link), keeping link targets as written (no percent-encoding), so a broken
+    link is reported the way the author typed it."""
+    global _MARKDOWN
+    if _MARKDOWN is None:
+        from markdown_it import MarkdownIt
+
+        parser = MarkdownIt("commonmark")
+        parser.disable("inline")
+        parser.normalizeLink = lambda url: url  # type: ignore[method-assign]
+        _MARKDOWN = parser
+    return _MARKDOWN
 
 
 def strip_brackets(target: str) -> str:

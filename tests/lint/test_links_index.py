@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.testing.cli import run_kb
 from tests.testing.kbfactory import make_kb
 
@@ -20,6 +22,7 @@ def test_relative_and_site_links_resolve_and_broken_ones_are_named(tmp_path):
             "[ok site](/note/note-1/) [ok anchor](/note/note-2#part) [ok locale](/zh-cn/note/note-1)",
             "[external](https://example.com/x) [mail](mailto:a@example.com) [here](#top) [page](/kb)",
             "![img](./missing.png) [gone](./no-such.md) [site gone](/note/no-such-note)",
+            "",
             "[ref]: ../../raw/zh-cn/nope.md",
             "`[in code](./code.md)`",
             "```",
@@ -42,6 +45,60 @@ def test_relative_and_site_links_resolve_and_broken_ones_are_named(tmp_path):
             "missing-related",
         ]
     )
+
+
+def test_links_in_code_and_comments_are_not_links_and_lines_are_exact(tmp_path):
+    """What CommonMark (spec.commonmark.org, as markdown-it-py implements it) calls a link is
+    checked; text in fenced or indented code, code spans and HTML comments is not."""
+    kb = make_kb(tmp_path / "kb")
+    body = "\n".join(
+        [
+            "# Links in code",  # body line 1
+            "",
+            "Run `grep '](./not-a-link.md)'` first; a [real one](./gone-1.md) is",
+            "continued on a second line with [another](./gone-2.md).",
+            "",
+            "~~~markdown",
+            "[fenced](./fenced.md)",
+            "~~~",
+            "",
+            "    [indented](./indented.md)",
+            "",
+            "<!-- [commented](./commented.md) -->",
+            "",
+            "Inline <!-- [hidden](./hidden.md) --> comment and ``[span](./span.md)``.",
+            "",
+            "A [reference][r] link.",
+            "",
+            "[r]: ./gone-3.md",
+            "[unused]: ./gone-4.md",
+        ]
+    )
+    kb.add_note("code-links", body=body)
+    kb.write_index()
+    result = run_kb("lint", "--root", str(kb.root), "--format", "json")
+    found = {
+        (p["line"], p["message"].rsplit(": ", 1)[1])
+        for p in json.loads(result.out)["problems"]
+        if p["path"].endswith("code-links.md")
+    }
+    first = kb.note_path("code-links").read_text(encoding="utf-8").split("\n").index("# Links in code") + 1
+    assert found == {
+        (first + 2, "./gone-1.md"),
+        (first + 3, "./gone-2.md"),
+        (first + 15, "./gone-3.md"),
+        (first + 18, "./gone-4.md"),
+    }
+
+
+def test_link_with_non_ascii_target_is_reported_as_written(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_note("cjk", body="# x\n\n见 [笔记](/note/不存在的笔记) 和 [文件](<./缺失 文件.md>)。\n")
+    kb.write_index()
+    assert sorted(p.rsplit(": ", 1)[1] for p in problems(kb) if "cjk.md has broken link" in p) == [
+        "./缺失 文件.md",
+        "/note/不存在的笔记",
+    ]
 
 
 def test_site_links_of_a_translation_fall_back_to_the_canonical_locale(tmp_path):
