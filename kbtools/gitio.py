@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,23 +22,30 @@ class GitFailed(Exception):
 
 
 def git_env() -> dict[str, str]:
-    """The environment git runs in here: C messages, no optional locks for read-only queries."""
+    """The environment git runs in here: C messages, no optional locks for read-only queries,
+    and no replace refs: ``git replace`` could otherwise show the checks an object other
+    than the one a commit names (and a fresh clone reads)."""
     env = dict(os.environ)
     env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only queries must not take index.lock
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     env["LC_ALL"] = "C"
     return env
 
 
-def _run(args: list[str], cwd: Path, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    args: list[str], cwd: Path, data: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """git ``args`` with ``data`` (or nothing) on stdin; OSError when git cannot be started."""
     feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if data is None else {"input": data}
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, env=git_env(), **feed)
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, env={**git_env(), **(env or {})}, **feed)
 
 
-def git_bytes(args: list[str], cwd: Path, *, check: bool = True, data: bytes | None = None) -> bytes:
-    """Run git and return stdout bytes; raise GitFailed on error when check."""
+def git_bytes(
+    args: list[str], cwd: Path, *, check: bool = True, data: bytes | None = None, env: dict[str, str] | None = None
+) -> bytes:
+    """Run git (``env``: extra variables) and return stdout bytes; raise GitFailed on error when check."""
     try:
-        proc = _run(args, cwd, data)
+        proc = _run(args, cwd, data, env)
     except OSError as exc:  # git not installed
         raise GitFailed(args, 127, str(exc)) from None
     if check and proc.returncode != 0:
@@ -45,8 +53,8 @@ def git_bytes(args: list[str], cwd: Path, *, check: bool = True, data: bytes | N
     return proc.stdout
 
 
-def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
-    return git_bytes(args, cwd, check=check).decode("utf-8", "surrogateescape")
+def git(args: list[str], cwd: Path, *, check: bool = True, env: dict[str, str] | None = None) -> str:
+    return git_bytes(args, cwd, check=check, env=env).decode("utf-8", "surrogateescape")
 
 
 def repo_root(start: Path) -> Path | None:
@@ -129,14 +137,40 @@ def _parse_name_status(tokens: list[str]) -> list[FileStatus]:
 def diff_status(root: Path, *, staged: bool, base: str | None, paths: list[str]) -> list[FileStatus]:
     """Changed files under ``paths``: the index (``staged``) or the work tree vs ``base``.
 
-    ``base`` None means "no commit yet": everything present counts as added.
+    ``base`` None means "no commit yet": everything present counts as added. For the
+    work tree, files marked ``--assume-unchanged`` or ``--skip-worktree`` (which
+    ``git diff`` takes on trust) are compared too: through a copy of the index with
+    those marks cleared, so the user's index is left as it is.
     """
     args = ["diff", "--name-status", "-z", "-M", *_DIFF_FLAGS]
     if staged:
         args.append("--cached")
     args += [base or EMPTY_TREE, "--", *paths]
-    out = git(_QUIET_PATHS + args, root)
+    if staged:
+        return _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
+    hidden = _trusted_paths(root, paths)
+    if not hidden:
+        return _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
+    import shutil
+    import tempfile
+
+    index_file = Path(git(["rev-parse", "--path-format=absolute", "--git-path", "index"], root).strip())
+    with tempfile.TemporaryDirectory(prefix="kb-index-") as tmp:
+        copy = os.path.join(tmp, "index")
+        shutil.copyfile(index_file, copy)
+        env = {"GIT_INDEX_FILE": copy}
+        for mark in ("--no-assume-unchanged", "--no-skip-worktree"):  # one mark per call: the last one wins
+            git(["update-index", "-q", mark, "--", *hidden], root, env=env)
+        git(["update-index", "-q", "--refresh"], root, check=False, env=env)
+        out = git(_QUIET_PATHS + args, root, env=env)
     return _parse_name_status(out.split("\0"))
+
+
+def _trusted_paths(root: Path, paths: list[str]) -> list[str]:
+    """Index entries under ``paths`` whose work-tree file git does not look at
+    (``git ls-files -v``: a lower-case tag is assume-unchanged, ``S`` skip-worktree)."""
+    out = git(_QUIET_PATHS + ["ls-files", "-v", "-z", "--", *paths], root)
+    return [rec[2:] for rec in out.split("\0") if len(rec) > 2 and (rec[0].islower() or rec[0] == "S")]
 
 
 def commit_changes(root: Path, rev_range: str, paths: list[str]) -> list[CommitChange]:
@@ -172,25 +206,130 @@ def commit_changes(root: Path, rev_range: str, paths: list[str]) -> list[CommitC
     return result
 
 
+class BlobReader:
+    """Objects by name through one ``git cat-file --batch`` process: the one git blob
+    reader of the tool. A name is an object id, ``<rev>:./<path>`` or ``:./<path>`` (the
+    index). Bytes are what git stores: no clean/smudge filter or textconv applies.
+
+    One request at a time (write a name, read its answer), so neither pipe can fill up;
+    :meth:`chunks` hands a large blob on in pieces and never holds it whole.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, cwd: Path) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=git_env(),
+            )
+        except OSError as exc:  # git not installed
+            raise GitFailed(["cat-file", "--batch"], 127, str(exc)) from None
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._in, self._out = self._proc.stdin, self._proc.stdout
+
+    def chunks(self, name: str) -> Iterator[bytes] | None:
+        """The blob ``name`` in pieces of at most :attr:`CHUNK` bytes, or None when it is
+        missing or not a blob. Consume the iterator before asking for the next object."""
+        if not name or "\n" in name or name == NULL_OID:
+            return None
+        try:
+            self._in.write(name.encode("utf-8", "surrogateescape") + b"\n")
+            self._in.flush()
+        except BrokenPipeError:
+            raise GitFailed(["cat-file", "--batch"], self._proc.poll() or 1, "git cat-file ended") from None
+        header = self._out.readline().split()
+        if not header:
+            raise GitFailed(["cat-file", "--batch"], self._proc.poll() or 1, "git cat-file ended")
+        if len(header) != 3:
+            return None  # "<name> missing" or "ambiguous"
+        size = int(header[2])
+        if header[1] != b"blob":
+            self._skip(size)
+            return None
+        return self._body(size)
+
+    def _body(self, size: int) -> Iterator[bytes]:
+        left = size
+        while left > 0:
+            piece = self._out.read(min(left, self.CHUNK))
+            if not piece:
+                raise GitFailed(["cat-file", "--batch"], self._proc.poll() or 1, "git cat-file ended early")
+            left -= len(piece)
+            yield piece
+        self._out.read(1)  # the newline after every object
+
+    def _skip(self, size: int) -> None:
+        for _ in self._body(size):
+            pass
+
+    def read(self, name: str) -> bytes | None:
+        """The whole blob ``name``, or None when it is missing or not a blob."""
+        pieces = self.chunks(name)
+        return None if pieces is None else b"".join(pieces)
+
+    def text(self, name: str) -> str | None:
+        """:meth:`read`, decoded as UTF-8 (invalid bytes replaced)."""
+        data = self.read(name)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self._in.close()
+        self._proc.wait()
+        self._out.close()
+
+    def __enter__(self) -> BlobReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+NULL_OID = "0" * 40  # the id git prints for the absent side of a change
+
+
 def read_blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
-    """``git cat-file --batch`` for ``<rev>:./<path>`` / ``:./<path>`` specs; None when missing."""
+    """The blobs named by ``specs`` (see :class:`BlobReader`), None when missing."""
     if not specs:
         return {}
-    out = git_bytes(["cat-file", "--batch"], root, data="".join(s + "\n" for s in specs).encode("utf-8"))
-    pos = 0
-    result: dict[str, bytes | None] = {}
-    for spec in specs:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            result[spec] = out[pos : pos + size]
-            pos += size + 1
-        else:
-            result[spec] = None
-            if len(header) == 3:  # a tree or commit: skip its body
-                pos += int(header[2]) + 1
+    with BlobReader(root) as reader:
+        return {spec: reader.read(spec) for spec in specs}
+
+
+class IndexEntry(NamedTuple):
+    """One stage-0 entry of the index (``git ls-files -s``)."""
+
+    mode: str  # "100644", "100755", "120000" (symlink), "160000" (gitlink: a submodule)
+    oid: str
+    path: str  # relative to the query's cwd (the KB root)
+
+    @property
+    def kind(self) -> str:
+        """``file``, ``symlink``, ``submodule`` or ``other``."""
+        return _INDEX_KINDS.get(self.mode, "other")
+
+
+_INDEX_KINDS = {"100644": "file", "100755": "file", "120000": "symlink", "160000": "submodule"}
+
+
+def index_entries(root: Path, paths: list[str]) -> list[IndexEntry]:
+    """Every index entry under ``paths`` (relative to ``root``): what a commit would hold.
+
+    Conflicted paths (stages 1-3) are left out; git refuses to commit them anyway.
+    """
+    out = git(_QUIET_PATHS + ["ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in paths)], root)
+    result: list[IndexEntry] = []
+    for record in out.split("\0"):
+        if not record:
+            continue
+        info, _, path = record.partition("\t")
+        mode, oid, stage = info.split(" ")
+        if stage == "0":
+            result.append(IndexEntry(mode, oid, path))
     return result
 
 

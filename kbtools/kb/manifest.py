@@ -26,9 +26,12 @@ __all__ = [
     "ManifestEntry",
     "ManifestIssue",
     "append_manifest_line",
+    "entry_key",
+    "manifest_entries",
     "manifest_line",
     "parse_manifest",
     "read_manifest",
+    "removed_entries",
     "sha256_bytes",
     "sha256_file",
     "unsafe_path_reason",
@@ -144,6 +147,43 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
         seen.add(rel)
         entries.append(ManifestEntry(line_no, line, sha, rel))
     return Manifest(tuple(entries), tuple(issues))
+
+
+_LOOSE_LINE = re.compile(r"([0-9a-fA-F]{64})[ \t]+\*?(\S.*)")
+
+
+def entry_key(line: str) -> tuple[str, str] | str:
+    """What a manifest line registers: ``(path, sha)``, whatever the spacing, the case of
+    the hash, a ``sha256sum`` binary marker (``*``), a leading ``./`` or backslashes;
+    a line that is not an entry → its words joined by single spaces.
+
+    Append-only means no entry removed or changed: two manifests with the same keys hold
+    the same evidence, in whatever order or layout.
+    """
+    match = _LOOSE_LINE.fullmatch(line.strip())
+    if match is None:
+        return " ".join(line.split())
+    rel = match.group(2).rstrip().replace("\\", "/")
+    while rel.startswith("./"):
+        rel = rel[2:]
+    return (rel, match.group(1).lower())
+
+
+def manifest_entries(text: str) -> dict[str, str]:
+    """path → sha of every entry line of a manifest text (the first line of a path wins)."""
+    result: dict[str, str] = {}
+    for line in text.split("\n"):
+        key = entry_key(line)
+        if isinstance(key, tuple):
+            result.setdefault(key[0], key[1])
+    return result
+
+
+def removed_entries(old: str, new: str) -> list[str]:
+    """Lines of manifest text ``old`` whose entry (path → sha) ``new`` does not hold:
+    removed or changed. Re-sorting lines and normalising their layout removes nothing."""
+    kept = {entry_key(line) for line in new.split("\n") if line.strip()}
+    return [line.rstrip() for line in old.split("\n") if line.strip() and entry_key(line) not in kept]
 
 
 _PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")

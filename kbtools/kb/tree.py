@@ -17,11 +17,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["KbFile", "Layer", "read_regular", "scan_layer"]
+__all__ = ["KbFile", "Layer", "layer_from_paths", "read_regular", "scan_layer"]
 
 MARKDOWN_SUFFIX = ".md"
 
@@ -96,3 +97,23 @@ def read_regular(path: str | Path) -> bytes:
             return fh.read()
     finally:
         os.close(fd)
+
+
+def layer_from_paths(root: Path, paths: Iterable[str], symlinks: Iterable[str] = ()) -> Layer:
+    """The layer :func:`scan_layer` finds, from a list of file paths relative to ``root``
+    (POSIX) instead of the disk: the index's files for ``kb lint --staged``, or a full
+    listing of the raw root. The same names are skipped (a component starting with ``_``
+    or ``.``) and only ``*.md`` files are listed."""
+    base = str(root)
+    files: list[KbFile] = []
+    for rel in paths:
+        if not rel.endswith(MARKDOWN_SUFFIX):
+            continue
+        parts = rel.split("/")
+        if any(not part or part[0] in "_." for part in parts):
+            continue
+        locale = parts[0] if len(parts) > 1 else ""
+        slug = "/".join(parts[1:] if locale else parts)[: -len(MARKDOWN_SUFFIX)]
+        files.append(KbFile(rel, locale, slug, os.path.join(base, rel)))
+    files.sort(key=lambda f: f.rel)
+    return Layer(root, tuple(files), frozenset(symlinks))

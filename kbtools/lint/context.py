@@ -1,5 +1,13 @@
 """Everything the checks read, gathered once: the two layers, the manifest, git history.
 
+Where file contents come from depends on the mode (:class:`FileSource`): the work
+tree by default and for ``--since`` (whose history checks read commits), the
+**index** for ``--staged`` — a commit holds what is staged, so the hook judges the
+staged bytes (blobs by ``git cat-file``), whatever the work tree or a clean/smudge
+filter shows. Evidence is read only from regular files inside the repository: the
+raw root is listed without following a symlink, and every entry in it, whatever
+its name, is listed (:attr:`LintContext.raw_entries`).
+
 ``--staged`` is the pre-commit hook and must stay fast on a large KB, so it checks
 the content of the files the commit adds or changes (``Scope``), against the whole
 KB's names (file listings, manifest, index). HEAD was checked when it was committed,
@@ -10,17 +18,124 @@ first commit — makes the hook check everything.
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from kbtools.config import CONFIG_FILE
-from kbtools.gitio import RepoState, repo_state
+from kbtools.gitio import BlobReader, IndexEntry, RepoState, index_entries, repo_state
 from kbtools.kb.frontmatter import Frontmatter, FrontmatterError, parse_frontmatter
 from kbtools.kb.layout import Layout
-from kbtools.kb.manifest import Manifest, read_manifest
-from kbtools.kb.tree import KbFile, Layer, read_regular, scan_layer
+from kbtools.kb.manifest import Manifest, parse_manifest
+from kbtools.kb.tree import KbFile, Layer, layer_from_paths, read_regular, scan_layer
 from kbtools.lint.history import History, LintMode, Step, load_history
+
+CHUNK = 1 << 20  # bytes read at a time: a 200 MB raw file is hashed with flat memory
+HEAD_BYTES = 1 << 20  # how much of a raw file its frontmatter check reads
+
+
+class FileSource:
+    """File contents by path relative to the KB root: the work tree, or the index.
+
+    :meth:`chunks` raises OSError for a path that is absent or not a regular file
+    (a symlink, a FIFO, a submodule): such a thing is never read as evidence.
+    """
+
+    def __init__(self, root: Path, index: dict[str, IndexEntry] | None = None) -> None:
+        self.root = root
+        self.index = index  # None: the work tree
+        self._reader: BlobReader | None = None
+
+    def chunks(self, rel: str) -> Iterator[bytes]:
+        if self.index is None:
+            return _file_chunks(os.path.join(str(self.root), rel))
+        entry = self.index.get(rel)
+        if entry is None:
+            raise OSError(errno.ENOENT, "not in the index", rel)
+        if entry.kind != "file":
+            raise OSError(errno.EINVAL, f"not a regular file ({entry.kind})", rel)
+        if self._reader is None:
+            self._reader = BlobReader(self.root)
+        pieces = self._reader.chunks(entry.oid)
+        if pieces is None:
+            raise OSError(errno.ENOENT, "blob missing", rel)
+        return pieces
+
+    def read(self, rel: str) -> bytes:
+        if self.index is None:
+            return read_regular(os.path.join(str(self.root), rel))
+        return b"".join(self.chunks(rel))
+
+    def hash_and_head(self, rel: str) -> tuple[str, bytes]:
+        """sha256 of every byte and the first :data:`HEAD_BYTES`, reading in chunks."""
+        digest = hashlib.sha256()
+        head = b""
+        for piece in self.chunks(rel):
+            digest.update(piece)
+            if len(head) < HEAD_BYTES:
+                head += piece[: HEAD_BYTES - len(head)]
+        return digest.hexdigest(), head
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+def _file_chunks(path: str) -> Iterator[bytes]:
+    """A regular file in pieces; OSError (at once, not on first iteration) for anything else."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _drain(fd, info.st_size)
+
+
+def _drain(fd: int, size: int) -> Iterator[bytes]:
+    try:
+        if size <= CHUNK:  # the common case: one read
+            yield os.read(fd, CHUNK + 1)
+        while True:
+            piece = os.read(fd, CHUNK)
+            if not piece:
+                return
+            yield piece
+    finally:
+        os.close(fd)
+
+
+def list_tree(root: str) -> dict[str, str]:
+    """Every entry under ``root`` (relative POSIX path → ``file``, ``symlink`` or ``other``),
+    whatever its name; folders are entered, symlinks (to files or folders) never followed."""
+    found: dict[str, str] = {}
+    _list(root, "", found)
+    return found
+
+
+def _list(folder: str, prefix: str, found: dict[str, str]) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+    for entry in entries:
+        rel = prefix + entry.name
+        if entry.is_file(follow_symlinks=False):
+            found[rel] = "file"
+        elif entry.is_symlink():
+            found[rel] = "symlink"
+        elif entry.is_dir(follow_symlinks=False):
+            _list(entry.path, rel + "/", found)
+        else:
+            found[rel] = "other"  # a FIFO, socket or device
 
 
 @dataclass(frozen=True)
@@ -39,6 +154,9 @@ class LintContext:
     notes: Layer
     canonical: str
     repo: RepoState
+    files: FileSource
+    raw_entries: dict[str, str]  # every entry of the raw root, relative to it → file, symlink, submodule, other
+    raw_root_problem: str | None = None  # why the raw root is not a folder of this repository
     history: History | None = None  # None when git checks are skipped
     scope: Scope | None = None  # None: check every file
     _note_docs: dict[str, Frontmatter | FrontmatterError] = field(default_factory=dict)
@@ -65,14 +183,24 @@ class LintContext:
     # -- shared reads -----------------------------------------------------------
     @cached_property
     def manifest(self) -> Manifest | None:
-        return read_manifest(self.layout.raw_manifest, self.layout.raw_root, self.raw.symlinks)
+        if self.raw_root_problem is not None:
+            return None
+        try:
+            data = self.files.read(self.rel(self.layout.raw_manifest))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            raise
+        return parse_manifest(data.decode("utf-8", "surrogateescape"), self.layout.raw_root, self.raw.symlinks)
 
     def note_doc(self, note: KbFile) -> Frontmatter | FrontmatterError:
         """Parsed frontmatter of a note (cached: several checks read it)."""
         doc = self._note_docs.get(note.rel)
         if doc is None:
             try:
-                doc = parse_frontmatter(read_regular(note.abspath))
+                doc = parse_frontmatter(self.files.read(self.note_prefix + "/" + note.rel))
             except FrontmatterError as exc:
                 doc = exc
             except OSError as exc:
@@ -114,15 +242,35 @@ GIT_FAMILIES = frozenset({"raw", "index-log", "secrets"})
 
 
 def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> LintContext:
-    """Scan the KB and, when git is usable and a family needs it, load the mode's history."""
+    """Scan the KB (the work tree, or the index for ``--staged``) and, when git is usable
+    and a family needs it, load the mode's history."""
     canonical = layout.canonical_locale  # may raise ConfigError (ambiguous)
+    repo = repo_state(layout.root)
+    raw_prefix, note_prefix = layout.rel(layout.raw_root), layout.rel(layout.note_root)
+    if mode.staged and repo.usable:
+        wanted = [raw_prefix, note_prefix, layout.rel(layout.raw_manifest), layout.rel(layout.index)]
+        wanted += [layout.rel(layout.log), CONFIG_FILE]
+        index = {e.path: e for e in index_entries(layout.root, _unique(wanted))}
+        raw_entries, problem = _index_listing(index, raw_prefix)
+        note_paths = _under(index, note_prefix)
+        notes = layer_from_paths(layout.note_root, note_paths, [p for p in note_paths if note_paths[p] == "symlink"])
+        files = FileSource(layout.root, index)
+    else:
+        problem = _raw_root_problem(layout)
+        raw_entries = {} if problem else list_tree(str(layout.raw_root))
+        notes = scan_layer(layout.note_root)
+        files = FileSource(layout.root)
+    raw = layer_from_paths(layout.raw_root, raw_entries, [p for p, kind in raw_entries.items() if kind == "symlink"])
     ctx = LintContext(
         layout=layout,
         mode=mode,
-        raw=scan_layer(layout.raw_root),
-        notes=scan_layer(layout.note_root),
+        raw=raw,
+        notes=notes,
         canonical=canonical,
-        repo=repo_state(layout.root),
+        repo=repo,
+        files=files,
+        raw_entries=raw_entries,
+        raw_root_problem=problem,
     )
     if not ctx.repo.usable:
         return ctx  # every content check still runs; history checks are skipped with a notice
@@ -163,6 +311,41 @@ def _staged_scope(ctx: LintContext) -> Scope | None:
         elif f.path.startswith(note_prefix):
             notes.add(f.path[len(note_prefix) :])
     return Scope(frozenset(raw), frozenset(notes))
+
+
+def _under(index: dict[str, IndexEntry], prefix: str) -> dict[str, str]:
+    """Index entries under the folder ``prefix``, relative to it → their kind."""
+    start = prefix + "/"
+    return {path[len(start) :]: e.kind for path, e in index.items() if path.startswith(start)}
+
+
+def _index_listing(index: dict[str, IndexEntry], raw_prefix: str) -> tuple[dict[str, str], str | None]:
+    """The raw root as the index holds it, or why it is not a folder of this repository."""
+    for path, entry in index.items():
+        if path == raw_prefix or raw_prefix.startswith(path + "/"):
+            kind = "a git submodule" if entry.kind == "submodule" else f"a {entry.kind}"
+            return {}, f"{raw_prefix} is {kind} in the index"
+    return _under(index, raw_prefix), None
+
+
+def _raw_root_problem(layout: Layout) -> str | None:
+    """Why the raw root on disk is not a plain folder of this repository, or None."""
+    root, raw_root = layout.root, layout.raw_root
+    rel = layout.rel(raw_root)
+    current = root
+    for part in Path(rel).parts:
+        current = current / part
+        if current.is_symlink():
+            inside = _inside(os.path.realpath(current), os.path.realpath(root))
+            where = "inside" if inside else "outside"
+            return f"{rel} is a symlink to a folder {where} the repository ({layout.rel(current)})"
+    if (raw_root / ".git").exists():
+        return f"{rel} is a git submodule or a repository of its own"
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _unique(items: list[str]) -> list[str]:

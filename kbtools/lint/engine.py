@@ -31,6 +31,15 @@ def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str
     """Run every check of the selected families; problems come back deduplicated and sorted."""
     selected = frozenset(families)
     ctx = build_context(layout, mode, selected)
+    try:
+        problems = _problems(ctx, selected)
+    finally:
+        ctx.files.close()
+    notices = (ctx.notice,) if ctx.notice else ()
+    return lint_report(problems, len(ctx.raw.files), len(ctx.notes.files), notices)
+
+
+def _problems(ctx: LintContext, selected: frozenset[str]) -> list[Problem]:
     problems: list[Problem] = []
     if "raw" in selected:
         from kbtools.lint.raw import check_raw
@@ -46,8 +55,7 @@ def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str
         problems += check_index_log(ctx)
     if "secrets" in selected and ctx.repo.usable:
         problems += _check_secrets(ctx)
-    notices = (ctx.notice,) if ctx.notice else ()
-    return lint_report(problems, len(ctx.raw.files), len(ctx.notes.files), notices)
+    return problems
 
 
 def lint_report(

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbtools.kb.frontmatter import FrontmatterError
-from kbtools.kb.tree import read_regular
 from kbtools.lint.context import LintContext
 from kbtools.lint.notes import site_note_target, strip_brackets
 from kbtools.lint.problem import Problem
@@ -90,7 +89,7 @@ def _check_index(ctx: LintContext) -> list[Problem]:
     layout = ctx.layout
     index_rel = ctx.rel(layout.index)
     try:
-        text = read_regular(layout.index).decode("utf-8", "replace")
+        text = ctx.files.read(index_rel).decode("utf-8", "replace")
     except OSError:  # missing, a folder, or not a regular file
         return [Problem("index-log-missing", f"missing canonical index: {index_rel}", index_rel)]
     members = index_members(text, ctx)
@@ -170,7 +169,7 @@ def _check_log(ctx: LintContext) -> list[Problem]:
     log_rel = ctx.rel(layout.log)
     name = layout.log.name
     try:
-        text = read_regular(layout.log).decode("utf-8", "replace")
+        text = ctx.files.read(log_rel).decode("utf-8", "replace")
     except OSError:
         return [Problem("index-log-missing", f"missing canonical log: {log_rel}", log_rel)]
     entries = log_entries(text)

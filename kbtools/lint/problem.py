@@ -28,6 +28,7 @@ CHECKS: dict[str, tuple[int, str]] = {
     "raw-unregistered": (3, "raw"),
     "raw-checksum": (4, "raw"),
     "raw-missing-file": (5, "raw"),
+    "raw-root-moved": (6, "raw"),
     "raw-snapshot-changed": (6, "raw"),
     "raw-manifest-rewritten": (7, "raw"),
     "raw-frontmatter": (8, "raw"),

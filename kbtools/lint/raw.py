@@ -7,8 +7,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
-from kbtools.kb.manifest import sha256_bytes
-from kbtools.kb.tree import read_regular
+from kbtools.kb.manifest import manifest_entries, removed_entries
 from kbtools.lint.context import LintContext
 from kbtools.lint.problem import Problem
 
@@ -24,6 +23,14 @@ def check_raw(ctx: LintContext) -> list[Problem]:
 def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
     layout = ctx.layout
     manifest_rel = ctx.rel(layout.raw_manifest)
+    raw_prefix = ctx.raw_prefix + "/"
+    if ctx.raw_root_problem is not None:
+        yield Problem(
+            "raw-root-moved",
+            f"raw root is not a folder of this repository: {ctx.raw_root_problem}",
+            ctx.raw_prefix,
+        )
+        return  # evidence is never read from outside the repository
     manifest = ctx.manifest
     if manifest is None:
         yield Problem("raw-manifest-missing", f"missing raw manifest: {manifest_rel}", manifest_rel)
@@ -40,80 +47,61 @@ def _manifest_and_files(ctx: LintContext) -> Iterator[Problem]:
         registered = manifest.sha_by_rel()
         named = manifest.named_rels()
 
-    on_disk = {f.rel: f for f in ctx.raw.files}
-    raw_prefix = ctx.raw_prefix + "/"
-    for f in ctx.raw.files:
-        if f.rel not in named:
-            yield Problem("raw-unregistered", f"raw file missing from manifest: {f.rel}", raw_prefix + f.rel)
+    # Every entry of the raw root counts, whatever its name (a `_draft.md`, a `.txt`, a
+    # symlink): nothing in it escapes the checks by its name. Only the manifest is not evidence.
+    entries = ctx.raw_entries
+    own = manifest_rel[len(raw_prefix) :] if manifest_rel.startswith(raw_prefix) else None
+    for rel in sorted(entries):
+        if rel not in named and rel != own:
+            yield Problem("raw-unregistered", f"raw file missing from manifest: {rel}", raw_prefix + rel)
 
     # Files behind a symlink that leaves the raw root are never read.
     escaping = {i.rel for i in manifest.issues if i.rel} if manifest is not None else set()
-    escaping |= {f.rel for f in ctx.raw.files if f.rel in ctx.raw.symlinks and f.rel not in named}
-
-    raw_root = str(layout.raw_root)
+    in_index = ctx.files.index is not None
     for rel in registered:
-        if rel not in on_disk and not os.path.isfile(os.path.join(raw_root, rel)):
-            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}", raw_prefix + rel)
+        if rel not in entries:
+            staged_out = in_index and os.path.isfile(os.path.join(layout.raw_root, rel))
+            suffix = " (not staged)" if staged_out else ""
+            yield Problem("raw-missing-file", f"manifest points to missing raw file: {rel}{suffix}", raw_prefix + rel)
 
-    new_entries = _new_entries(ctx)
-    yield from _unstaged_registrations(ctx, new_entries)
-    hash_scope = _hash_scope(ctx, registered, new_entries)
-    for f in ctx.raw.files:
-        if f.rel in escaping:
+    hash_scope = _hash_scope(ctx, registered, _new_entries(ctx))
+    md = {f.rel for f in ctx.raw.files}
+    for rel in sorted(hash_scope | {r for r in md if ctx.raw_in_scope(r)}):
+        if rel in escaping or rel not in entries:
             continue
-        check_hash = f.rel in registered and f.rel in hash_scope
-        check_fields = ctx.raw_in_scope(f.rel)
-        if not (check_hash or check_fields):
+        check_hash = rel in hash_scope
+        check_fields = rel in md and ctx.raw_in_scope(rel)
+        if entries[rel] != "file":
+            if check_hash:
+                yield Problem(
+                    "raw-checksum",
+                    f"raw checksum mismatch: {rel} (not a regular file: {entries[rel]})",
+                    raw_prefix + rel,
+                )
             continue
         try:
-            data = read_regular(f.abspath)
+            sha, head = ctx.files.hash_and_head(raw_prefix + rel)
         except OSError as exc:
             yield Problem(
-                "raw-checksum", f"raw checksum mismatch: {f.rel} (unreadable: {exc.strerror})", raw_prefix + f.rel
+                "raw-checksum", f"raw checksum mismatch: {rel} (unreadable: {exc.strerror})", raw_prefix + rel
             )
             continue
-        if check_hash and sha256_bytes(data) != registered[f.rel]:
-            yield Problem("raw-checksum", f"raw checksum mismatch: {f.rel}", raw_prefix + f.rel)
-        if check_fields:
-            yield from _raw_fields(f.rel, raw_prefix + f.rel, data)
-    # Registered files the scan does not list (drafts, non-Markdown evidence) are hashed too.
-    for rel in sorted(hash_scope):
-        if rel in on_disk or rel not in registered:
-            continue
-        try:
-            data = read_regular(os.path.join(raw_root, rel))
-        except OSError:
-            continue  # missing: reported above
-        if sha256_bytes(data) != registered[rel]:
+        if check_hash and sha != registered[rel]:
             yield Problem("raw-checksum", f"raw checksum mismatch: {rel}", raw_prefix + rel)
+        if check_fields:
+            yield from _raw_fields(rel, raw_prefix + rel, head)
 
 
 def _new_entries(ctx: LintContext) -> set[str] | None:
-    """``--staged``: paths named by manifest lines that HEAD's manifest does not have."""
+    """``--staged``: paths whose manifest entry (path → hash) HEAD's manifest does not have."""
     if ctx.scope is None or ctx.history is None or ctx.manifest is None:
         return None
     manifest_rel = ctx.rel(ctx.layout.raw_manifest)
     (step,) = ctx.history.steps
     if step.status_of(manifest_rel) is None:
         return set()
-    old_lines = {ln.rstrip() for ln in (step.text("old", manifest_rel) or "").split("\n")}
-    return {e.rel for e in ctx.manifest.entries if e.line not in old_lines}
-
-
-def _unstaged_registrations(ctx: LintContext, new: set[str] | None) -> Iterator[Problem]:
-    """``--staged``: a manifest line being committed must come with its file in the commit."""
-    if not new:
-        return
-    from kbtools.gitio import indexed_files
-
-    raw_prefix = ctx.raw_prefix + "/"
-    present = [rel for rel in sorted(new) if os.path.exists(os.path.join(ctx.layout.raw_root, rel))]
-    in_index = indexed_files(ctx.layout.root, [raw_prefix + rel for rel in present])
-    for rel in present:
-        if raw_prefix + rel not in in_index:
-            yield Problem(
-                "raw-missing-file", f"manifest points to missing raw file: {rel} (not staged)", raw_prefix + rel
-            )
+    old = manifest_entries(step.text("old", manifest_rel) or "")
+    return {e.rel for e in ctx.manifest.entries if old.get(e.rel) != e.sha}
 
 
 def _hash_scope(ctx: LintContext, registered: dict[str, str], new: set[str] | None) -> set[str]:
@@ -157,7 +145,10 @@ def _history(ctx: LintContext) -> list[Problem]:
                 changed = f.status[0] in "DT"  # a modified manifest is judged line by line (check 7)
             else:
                 touches_raw = f.path.startswith(raw_prefix) or (f.old_path or "").startswith(raw_prefix)
-                changed = touches_raw and f.status[0] in "MDRCT"
+                # Something other than a folder at the raw root itself (a submodule's gitlink,
+                # a symlink, a file), added or changed: where evidence lives has changed.
+                at_root = ctx.raw_prefix in (f.path, f.old_path)
+                changed = (touches_raw and f.status[0] in "MDRCT") or at_root
             if changed:
                 problems.append(
                     Problem("raw-snapshot-changed", f"raw snapshot changed or deleted: {f.describe()}{label}", f.path)
@@ -168,13 +159,9 @@ def _history(ctx: LintContext) -> list[Problem]:
         old, new = step.text("old", manifest_rel), step.text("new", manifest_rel)
         if old is None or new is None:
             continue
-        for line in append_only_violations(_lines(old), _lines(new)):
+        for line in removed_entries(old, new):
             problems.append(Problem("raw-manifest-rewritten", f"raw manifest rewritten: {line}{label}", manifest_rel))
     return problems
-
-
-def _lines(text: str) -> list[str]:
-    return [ln.rstrip() for ln in text.split("\n") if ln.strip()]
 
 
 def append_only_violations(old: Sequence[str], new: Sequence[str]) -> list[str]:

@@ -7,22 +7,19 @@ over thousands of rewrites costs one git process, not thousands.
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from kbtools.errors import KbError
-from kbtools.gitio import GitFailed, git, git_env, repo_state
+from kbtools.gitio import BlobReader, GitFailed, git, repo_state
 from kbtools.kb.layout import Layout
 from kbtools.retention.gate import Verdict, compare, grade
 from kbtools.retention.taxonomy import Identifier, Taxonomy
 
 NOTE_SUFFIXES = (".md", ".mdx")  # the note root also holds the artifact manifest
 PROBE_THRESHOLDS = (1, 2, 3, 4, 5)
-_NULL_BLOB = "0" * 40
 
 
 @dataclass(frozen=True)
@@ -91,56 +88,6 @@ class ProbeReport:
 
     def refusal_rate(self, threshold: int) -> float:
         return self.refusals(threshold) / self.rewrites if self.rewrites else 0.0
-
-
-# ---------------------------------------------------------------------------
-# Reading blobs
-
-
-class BlobReader:
-    """Blob contents by object id through one `git cat-file --batch` process."""
-
-    def __init__(self, cwd: Path) -> None:
-        env = git_env()
-        try:
-            self._proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
-                cwd=cwd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-            )
-        except OSError as exc:
-            raise KbError("git is not available", str(exc)) from None
-
-    def text(self, blob: str) -> str | None:
-        """Decoded contents, or None for a missing object (or the null id of an absent side)."""
-        if not blob or blob == _NULL_BLOB:
-            return None
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(blob.encode("ascii") + b"\n")
-        self._proc.stdin.flush()
-        header = self._proc.stdout.readline().split()
-        if len(header) != 3:
-            return None
-        data = self._proc.stdout.read(int(header[2]) + 1)[:-1]
-        return data.decode("utf-8", "replace")
-
-    def close(self) -> None:
-        if self._proc.stdin is not None:
-            self._proc.stdin.close()
-        self._proc.wait()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-
-    def __enter__(self) -> BlobReader:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 # ---------------------------------------------------------------------------

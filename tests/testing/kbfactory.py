@@ -332,9 +332,11 @@ def _break_snapshot(kb: Kb) -> str:
 
 
 def _break_manifest_rewritten(kb: Kb) -> str:
+    # Drop the first entry (its file stays): an entry removed. Moving it to the end would
+    # only re-sort the manifest, which removes nothing (issue 14, item 2).
     lines = kb.manifest.read_text(encoding="utf-8").splitlines()
     removed = lines[0]
-    kb.manifest.write_text("".join(ln + "\n" for ln in lines[1:]) + removed + "\n", encoding="utf-8")
+    kb.manifest.write_text("".join(ln + "\n" for ln in lines[1:]), encoding="utf-8")
     return f"raw manifest rewritten: {removed}"
 
 
