@@ -353,7 +353,8 @@ def url_password(hit: Candidate, config: RedactionConfig) -> bool:
 
 
 def sk_key(hit: Candidate, config: RedactionConfig) -> bool:
-    return _has_mixed_classes(hit.value[3:])  # `sk-learn-compatible-…` is kebab-case prose
+    body = hit.value[3:]
+    return _has_mixed_classes(body) and not is_placeholder_token(body)  # `sk-learn-compatible-…` is prose
 
 
 def command_line_password(hit: Candidate, config: RedactionConfig) -> bool:
@@ -366,7 +367,7 @@ def command_line_password(hit: Candidate, config: RedactionConfig) -> bool:
 
 
 def not_a_word(hit: Candidate, config: RedactionConfig) -> bool:
-    return _has_mixed_classes(hit.value)
+    return _has_mixed_classes(hit.value) and not is_placeholder_token(hit.value)
 
 
 # ---------------------------------------------------------------------------

@@ -48,6 +48,8 @@ from kbtools.redact.checks import (
     find_private_names,
     find_public_ipv4,
     is_credential_value,
+    is_placeholder_token,
+    is_reference,
     login_at_host,
     not_a_word,
     not_public_path,
@@ -59,10 +61,11 @@ from kbtools.redact.checks import (
     url_password,
 )
 from kbtools.redact.grammar import VALUE_GROUPS, assignment
+from kbtools.redact.providers import NAMED, TOKENS, Named, Token, find_discord_bot_tokens, prefix
 
 # `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
 # ledger written by the reference pipeline is never mistaken for one redacted here.
-REDACTION_VERSION = "kb4"
+REDACTION_VERSION = "kb5"
 
 API_KEY = "<REDACTED_API_KEY>"
 TOKEN = "<REDACTED_TOKEN>"
@@ -111,6 +114,10 @@ class Rule:
     true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
     false_positives: tuple[str, ...] = ()
     sample_config: tuple[tuple[str, tuple[str, ...]], ...] = ()  # RedactionConfig fields the samples need
+    # A provider rule's documented shape (kbtools.redact.providers notation): its samples are
+    # generated from it at test time; `context` is the provider word a named value sits under.
+    shape: str = ""
+    context: str = ""
 
     # Compiled on first use: the commit hook imports every rule but runs only those whose
     # keywords occur, and compiling all of them would cost more than scanning a few lines.
@@ -952,6 +959,74 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+WORD_CHARS = string.ascii_letters + string.digits + "_"
+
+
+def _body_not_placeholder(head: int) -> Accept:
+    def accept(hit: Candidate, config: RedactionConfig) -> bool:
+        return not is_placeholder_token(hit.value[head:])
+
+    return accept
+
+
+def _token_rule(token: Token) -> Rule:
+    return Rule(
+        id=token.id,
+        placeholder=token.placeholder,
+        category=CREDENTIAL,
+        description=token.description,
+        keywords=token.rule_keywords,
+        anchor=WORD_CHARS if token.leading else None,  # a literal prefix: the regex scan is fast
+        pattern=token.pattern,
+        accept=_body_not_placeholder(len(prefix(token.shape))),
+        shape=token.shape,
+    )
+
+
+def _named_value(named: Named) -> Accept:
+    def accept(hit: Candidate, config: RedactionConfig) -> bool:
+        value = hit.value
+        return (
+            named.value_regex.fullmatch(value) is not None
+            and not is_placeholder_token(value)
+            and not is_reference(value, hit.following)
+        )
+
+    return accept
+
+
+def _named_rule(named: Named) -> Rule:
+    return Rule(
+        id=named.id,
+        placeholder=named.placeholder,
+        category=CREDENTIAL,
+        description=f"{named.description}: `{named.shape}` under a name with `{named.keywords[0]}` in it",
+        keywords=named.keywords,
+        anchor=NAME_CHARS,
+        pattern=assignment(r"[A-Za-z0-9_-]{0,40}?(?:" + named.vendor + r")[A-Za-z0-9_-]{0,40}+", slash=True),
+        groups=_VALUE_GROUPS,
+        accept=_named_value(named),
+        json_quote=True,
+        shape=named.shape,
+        context=named.keywords[0].strip("_-"),
+    )
+
+
+_DISCORD = Rule(
+    id="discord-bot-token",
+    placeholder=TOKEN,
+    category=CREDENTIAL,
+    description="Discord bot token `<base64 of the numeric bot id>.<6>.<27-38>` (the id part is checked)",
+    keywords=(),
+    finder=find_discord_bot_tokens,
+    shape="discord",
+)
+
+# Provider rules (kbtools.redact.providers) after the contract's and the hand-written ones, so a
+# generic rule that covers the same span names it (order decides only ties).
+RULES = RULES + tuple(_token_rule(t) for t in TOKENS) + (_DISCORD,) + tuple(_named_rule(n) for n in NAMED)
+
+
 def rules_fingerprint() -> str:
     """A digest of the redaction code (the rules, their checks and the engine).
 
@@ -963,6 +1038,6 @@ def rules_fingerprint() -> str:
 
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("rules.py", "checks.py", "engine.py", "grammar.py"):
+    for name in ("rules.py", "checks.py", "engine.py", "grammar.py", "providers.py"):
         digest.update((here / name).read_bytes().replace(b"\r\n", b"\n"))
     return digest.hexdigest()[:16]

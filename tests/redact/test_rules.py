@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import pickle
+import random
 
 import pytest
 
 from kbtools.config import RedactionConfig
 from kbtools.redact import PLACEHOLDERS, REDACTION_VERSION, RULES, Redactor
 from kbtools.redact.rules import CREDENTIAL, rules_fingerprint
+from tests.testing.secrets import rule_samples
 
 # Any edit of kbtools/redact/rules.py or engine.py changes the fingerprint. When the edit can
 # change redacted output, bump REDACTION_VERSION (ingest reuses a ledger only when its
 # redaction_status ends with the current version); then record the new pair here.
-PINNED = ("kb4", "cbbae4f17eea8a27")
+PINNED = ("kb5", "969c74cb71f9f6b3")
 
 
 def _ids(rules):
@@ -50,33 +52,57 @@ def test_contract_categories_come_first_in_the_contracts_order():
 
 @pytest.mark.parametrize("rule", RULES, ids=_ids(RULES))
 def test_every_rule_has_true_and_false_positive_samples(rule):
-    assert rule.true_positives and rule.false_positives
+    tps, fps = rule_samples(rule, random.Random(rule.id))
+    assert tps and fps
     assert rule.keywords or rule.finder or rule.id == "posix-path", "a regex rule without keywords runs on every text"
     assert all(k == k.lower() for k in rule.keywords)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=_ids(RULES))
 def test_rule_catches_its_true_positives_and_only_them(rule):
+    """One walk over every rule; a provider rule's samples are generated from its documented shape."""
     config = RedactionConfig(**dict(rule.sample_config))
     alone = Redactor(config, rules=[rule])
-    for text, secret in rule.true_positives:
+    tps, fps = [], []
+    for seed in range(3):  # fixed seeds: the same samples on every run and machine
+        more_tps, more_fps = rule_samples(rule, random.Random(f"{rule.id}/{seed}"))
+        tps += more_tps
+        fps += more_fps
+    for text, secret in tps:
         assert secret in text
         result = alone.redact(text)
         assert secret not in result.text, f"{rule.id} left {secret!r} in {result.text!r}"
         assert result.labels == (rule.placeholder,)
         assert secret not in Redactor(config).redact(text).text, "the full rule set must redact it too"
-    for text in rule.false_positives:
+    for text in fps:
         assert alone.redact(text).text == text, f"{rule.id} fired on {text!r}"
 
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.is_secret], ids=_ids([r for r in RULES if r.is_secret]))
 def test_credential_samples_are_what_find_secrets_reports(rule):
     alone = Redactor(rules=[rule])
-    for text, secret in rule.true_positives:
+    for text, secret in rule_samples(rule, random.Random(rule.id))[0]:
         hits = alone.find_secrets(text)
         assert [h.kind for h in hits] == [rule.id]
         start = text.index(secret)
         assert hits[0].start <= start and start + len(secret) <= hits[0].end, "the full span of the secret"
+
+
+def test_there_are_rules_for_every_documented_provider_format():
+    assert len(RULES) >= 250
+    assert sum(1 for r in RULES if r.shape) >= 200
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.shape], ids=_ids([r for r in RULES if r.shape]))
+def test_a_masked_provider_sample_survives_the_whole_rule_set(rule):
+    """`ghp_xxxx…`-style placeholders of every provider shape are not secrets."""
+    from kbtools.redact import providers
+
+    if rule.shape == "discord":
+        return
+    body = providers.masked(rule.shape)
+    text = f"{rule.context.upper()}_VALUE={body}" if rule.context else f"example: {body}"
+    assert Redactor().find_secrets(text) == [], text
 
 
 def test_only_credential_rules_are_secrets():

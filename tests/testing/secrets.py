@@ -23,6 +23,7 @@ import textwrap
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -248,3 +249,44 @@ SURROUNDINGS: dict[str, Callable[[str, str], str]] = {
 def plant(secret: str, surrounding: str, *, name: str = "APP_SECRET_VALUE") -> str:
     """``secret`` inside one of ``SURROUNDINGS`` (assigned to ``name`` where the shape has a name)."""
     return SURROUNDINGS[surrounding](secret, name)
+
+
+def rule_samples(rule: Any, rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
+    """A rule's true positives ``(text, secret)`` and false positives: its own literal samples,
+    plus, for a provider rule, samples generated from its documented shape (a fresh random body;
+    a masked body; one character short; the prefix in prose)."""
+    from kbtools.redact import providers
+
+    tps = list(rule.true_positives)
+    fps = list(rule.false_positives)
+    if rule.shape == "discord":
+        token = providers.discord_bot_token(rng)
+        tps += [(f"bot token {token} here", token), (f"DISCORD_BOT={token}", token)]
+        fps += [
+            "M" + "x" * 23 + ".xxxxxx." + "x" * 30,
+            providers.generate("M{L23}.{k6}.{k30}", rng),  # the first part is not a numeric id
+        ]
+    elif rule.shape and not rule.context:
+        value = providers.generate(rule.shape, rng)
+        tps += [
+            (f"found {value} in the log", value),
+            (f"SAMPLE_VALUE={value}", value),
+            (json.dumps({"v": value}), value),
+        ]
+        fps.append(f"a placeholder: {providers.masked(rule.shape)} here")
+        short = providers.truncated(rule.shape, rng)
+        if short is not None:
+            fps.append(f"short {short} here")
+        head = providers.prefix(rule.shape)
+        if head:
+            fps.append(f"the {head} prefix")
+    elif rule.shape:
+        value = providers.generate(rule.shape, rng)
+        ctx = rule.context
+        tps += [(f"export {ctx.upper()}_VALUE={value}", value), (json.dumps({f"{ctx}_value": value}), value)]
+        fps.append(f"{ctx.upper()}_VALUE={providers.masked(rule.shape)}")
+        short = providers.truncated(rule.shape, rng)
+        if short is not None:
+            fps.append(f"{ctx.upper()}_VALUE={short}")
+        fps.append(f"{ctx}_url: https://example.com/{ctx}")
+    return tps, fps
