@@ -14,7 +14,7 @@ from kbtools.errors import ExitCode, KbError
 
 if TYPE_CHECKING:
     from kbtools.retention.gate import Threshold, Verdict
-    from kbtools.retention.history import ProbeReport, StagedReport
+    from kbtools.retention.history import ProbeReport, Rewrite, StagedReport
     from kbtools.retention.taxonomy import Identifier
 
 ThresholdOption = Annotated[
@@ -157,6 +157,8 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
         "lost": [i.text for i in verdict.lost],
         "lost_detail": _detail(verdict.lost),
         "kept": verdict.kept,
+        "moved": verdict.moved,
+        "moved_to": list(verdict.moved_to),
         "new_page": verdict.new_page,
         "refused": verdict.refused,
     }
@@ -190,7 +192,9 @@ def _render_staged(report: StagedReport, limit: Threshold, fmt: str) -> None:
             "pages": [
                 {"path": p.change.path, "old_path": p.change.old_path, **_verdict_json(p.verdict)} for p in report.pages
             ],
-            "deleted": [{"path": d.path, "identifiers": d.identifiers} for d in report.deleted],
+            "deleted": [
+                {"path": d.path, "identifiers": d.identifiers, "moved_to": list(d.moved_to)} for d in report.deleted
+            ],
             "new_pages": list(report.new_pages),
         }
         print(json.dumps(doc, ensure_ascii=False))
@@ -201,13 +205,25 @@ def _render_staged(report: StagedReport, limit: Threshold, fmt: str) -> None:
             print(message, file=sys.stderr)
     for gone in report.deleted:
         if gone.identifiers:
+            moved = f"; others moved to {', '.join(gone.moved_to)}" if gone.moved_to else ""
             print(
                 f"identifier-retention: {gone.path} is deleted with {gone.identifiers} identifier(s) "
-                "(warning: a deletion is not graded)",
+                f"(warning: a deletion is not graded{moved})",
                 file=sys.stderr,
             )
     if report.refused:
         print(REFUSAL_HINT, file=sys.stderr)
+
+
+def _rewrite_json(rewrite: Rewrite) -> dict[str, Any]:
+    return {
+        "commit": rewrite.commit,
+        "path": rewrite.path,
+        "old_path": rewrite.old_path,
+        "lost": [i.text for i in rewrite.lost],
+        "moved": rewrite.moved,
+        "moved_to": list(rewrite.moved_to),
+    }
 
 
 def _render_probe(report: ProbeReport, current: int, fmt: str) -> None:
@@ -221,10 +237,9 @@ def _render_probe(report: ProbeReport, current: int, fmt: str) -> None:
             "refusals": {str(t): report.refusals(t) for t in PROBE_THRESHOLDS},
             "refusal_rate": {str(t): round(report.refusal_rate(t), 4) for t in PROBE_THRESHOLDS},
             "threshold": current,
-            "lossy": [
-                {"commit": r.commit, "path": r.path, "old_path": r.old_path, "lost": [i.text for i in r.lost]}
-                for r in report.lossy
-            ],
+            "lossy": [_rewrite_json(r) for r in report.lossy],
+            "histogram_ignoring_moves": {str(k): v for k, v in report.histogram_ignoring_moves.items()},
+            "restructured": [_rewrite_json(r) for r in report.restructured],
         }
         print(json.dumps(doc, ensure_ascii=False))
         return
@@ -239,6 +254,14 @@ def _render_probe(report: ProbeReport, current: int, fmt: str) -> None:
     for t in PROBE_THRESHOLDS:
         mark = "  (current)" if t == current else ""
         print(f"{t:>9}  {report.refusals(t):>7}  {report.refusal_rate(t):>6.1%}{mark}")
+    if report.restructured:
+        before = sum(n for lost, n in report.histogram_ignoring_moves.items() if lost >= current) if current else 0
+        print(
+            f"restructurings: {len(report.restructured)} rewrite(s) moved identifiers to another note of the same "
+            f"commit (kept; had they counted as lost, {before} rewrite(s) would be refused at {current})"
+        )
+        for rewrite in report.restructured[:10]:
+            print(f"  {rewrite.moved:>3}  {rewrite.commit[:10]}  {rewrite.path} -> {', '.join(rewrite.moved_to)}")
     if report.lossy:
         print("largest losses:")
         for rewrite in report.lossy[:10]:

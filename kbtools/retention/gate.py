@@ -3,6 +3,10 @@
 ``lost = identifiers(old) - identifiers(new)`` is a set difference with no
 positions, so an identifier that moved to another section is kept: otherwise
 every reorganisation would be refused and the gate switched off within a day.
+The same holds across notes: when one commit (or one staged change set) rewrites
+several notes, an identifier that leaves one note and arrives in another of them
+moved (a note split in two, a section moved to the page it belongs to), and is
+kept (:func:`with_moves`).
 Losing one or two anchors is often legitimate churn (a superseded date, a path
 that stopped mattering), so below the threshold the gate only warns, naming
 what went; at or above it the rewrite is refused.
@@ -11,8 +15,8 @@ what went; at or above it the rewrite is refused.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from kbtools.config import Config, RetentionConfig, pick
 from kbtools.retention.taxonomy import Identifier, Taxonomy, taxonomy
@@ -35,6 +39,8 @@ class Verdict:
     threshold: int
     new_page: bool = False  # no old version: nothing to lose, never refused
     kept: int = 0  # identifiers of the old page still present
+    moved: int = 0  # identifiers that left this page for another page of the same change set
+    moved_to: tuple[str, ...] = ()  # those pages, sorted
 
     @property
     def refused(self) -> bool:
@@ -92,6 +98,26 @@ def compare(
     anchors = protected()
     lost = sorted((i for i in missing if i in anchors), key=lambda i: (i.text, i.key))
     return tuple(lost), len(anchors) - len(lost)
+
+
+def with_moves(verdict: Verdict, path: str, arrivals: Mapping[str, frozenset[Identifier]]) -> Verdict:
+    """``verdict`` with every lost identifier that another page of the same change set now
+    holds counted as moved, not lost. ``arrivals``: each changed or added page's new
+    identifiers (unfiltered), by path; ``path`` is the page graded (not its own arrival)."""
+    if not verdict.lost:
+        return verdict
+    lost: list[Identifier] = []
+    homes: set[str] = set()
+    for identifier in verdict.lost:
+        found = [other for other, held in arrivals.items() if other != path and identifier in held]
+        if found:
+            homes.update(found)
+        else:
+            lost.append(identifier)
+    if not homes:
+        return verdict
+    moved = len(verdict.lost) - len(lost)
+    return replace(verdict, lost=tuple(lost), moved=verdict.moved + moved, moved_to=tuple(sorted(homes)))
 
 
 def extractor_for(config: Config) -> Taxonomy:

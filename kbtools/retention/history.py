@@ -15,7 +15,7 @@ from pathlib import Path
 from kbtools.errors import KbError
 from kbtools.gitio import BlobReader, GitFailed, git, repo_state
 from kbtools.kb.layout import Layout
-from kbtools.retention.gate import Verdict, compare, grade
+from kbtools.retention.gate import Verdict, compare, grade, with_moves
 from kbtools.retention.taxonomy import Identifier, Taxonomy
 
 NOTE_SUFFIXES = (".md", ".mdx")  # the note root also holds the artifact manifest
@@ -53,7 +53,8 @@ class PageCheck:
 @dataclass(frozen=True)
 class DeletedNote:
     path: str
-    identifiers: int  # how many identifiers went with it
+    identifiers: int  # how many identifiers went with it (not found in another changed note)
+    moved_to: tuple[str, ...] = ()  # changed notes of the same change set that took some of them
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class Rewrite:
     path: str
     old_path: str
     lost: tuple[Identifier, ...]
+    moved: int = 0  # identifiers that went to other notes of the same commit
+    moved_to: tuple[str, ...] = ()  # those notes: the notes that took part in a restructuring
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,10 @@ class ProbeReport:
     rewrites: int
     histogram: dict[int, int] = field(default_factory=dict)  # |lost| -> number of rewrites
     lossy: tuple[Rewrite, ...] = ()  # rewrites that lost something, worst first
+    # The same histogram if identifiers moved to another note of the commit counted as lost
+    # (the gate before it followed moves across notes): what following them changes.
+    histogram_ignoring_moves: dict[int, int] = field(default_factory=dict)
+    restructured: tuple[Rewrite, ...] = ()  # rewrites whose identifiers moved to other notes, most first
 
     def refusals(self, threshold: int) -> int:
         return sum(n for lost, n in self.histogram.items() if lost >= threshold)
@@ -155,7 +162,8 @@ def staged_changes(layout: Layout) -> list[NoteChange]:
 
 
 def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> StagedReport:
-    """Grade every staged modified or renamed note against its HEAD version."""
+    """Grade every staged modified or renamed note against its HEAD version; identifiers
+    that arrive in another staged note moved, they are not lost."""
     pages: list[PageCheck] = []
     deleted: list[DeletedNote] = []
     new_pages: list[str] = []
@@ -163,17 +171,20 @@ def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> Stag
     if not changes:
         return StagedReport(threshold)
     with BlobReader(layout.root) as blobs:
+        texts = {c.path: blobs.text(c.new_blob or "") for c in changes if c.status != "D"}
+        arrivals = {path: extractor.extract(text, exclude_secrets=False) for path, text in texts.items()}
         for change in changes:
             if change.status == "A":
                 new_pages.append(change.path)
             elif change.status == "D":
-                old = blobs.text(change.old_blob or "")
-                deleted.append(DeletedNote(change.path, len(extractor.extract(old))))
+                gone = extractor.extract(blobs.text(change.old_blob or ""))
+                homes = sorted(p for p, held in arrivals.items() if gone & held)
+                kept = set().union(*(arrivals[p] for p in homes)) if homes else set()
+                deleted.append(DeletedNote(change.path, len(gone - kept), tuple(homes)))
             else:
                 old = blobs.text(change.old_blob or "")
-                new = blobs.text(change.new_blob or "")
-                verdict = grade(old, new or "", threshold=threshold, extractor=extractor)
-                pages.append(PageCheck(change, verdict))
+                verdict = grade(old, texts.get(change.path) or "", threshold=threshold, extractor=extractor)
+                pages.append(PageCheck(change, with_moves(verdict, change.path, arrivals)))
     return StagedReport(threshold, tuple(pages), tuple(deleted), tuple(new_pages))
 
 
@@ -181,8 +192,8 @@ def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> Stag
 # The probe
 
 
-def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
-    """Every modification or rename of a note in the commits of ``rev_range``."""
+def history_changes(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
+    """Every addition, modification or rename of a note in the commits of ``rev_range``."""
     if _head(layout.root) is None and rev_range == "HEAD":
         return
     try:
@@ -195,7 +206,7 @@ def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
                 "-M",
                 "--no-ext-diff",
                 "--relative",
-                "--diff-filter=MRT",
+                "--diff-filter=AMRT",
                 "--format=%x01%H",
                 rev_range,
                 "--",
@@ -212,10 +223,25 @@ def history_rewrites(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
             yield change
 
 
+def _by_commit(changes: Iterator[NoteChange]) -> Iterator[list[NoteChange]]:
+    """Consecutive changes of one commit, together (git log lists a commit's files in a run)."""
+    group: list[NoteChange] = []
+    for change in changes:
+        if group and change.commit != group[0].commit:
+            yield group
+            group = []
+        group.append(change)
+    if group:
+        yield group
+
+
 def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport:
-    """Replay the gate over every note rewrite in ``rev_range``: the |lost| histogram."""
+    """Replay the gate over every note rewrite in ``rev_range``: the |lost| histogram, with
+    identifiers that moved to another note of the same commit kept, as the gate keeps them."""
     histogram: Counter[int] = Counter()
+    ignoring_moves: Counter[int] = Counter()
     lossy: list[Rewrite] = []
+    restructured: list[Rewrite] = []
     # A blob is the new side of one rewrite and the old side of the next: extract each once.
     found: dict[tuple[str, bool], frozenset[Identifier]] = {}
 
@@ -228,21 +254,38 @@ def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport
                 found[blob, exclude_secrets] = extractor.extract(blobs.text(blob), exclude_secrets=exclude_secrets)
             return found[blob, exclude_secrets]
 
-        for change in history_rewrites(layout, rev_range):
-            lost, _kept = compare(
-                identifiers(change.old_blob, False),
-                identifiers(change.new_blob, False),
-                lambda: identifiers(change.old_blob, True),  # noqa: B023 - called before the loop moves on
-            )
-            histogram[len(lost)] += 1
-            if lost:
-                lossy.append(
-                    Rewrite(
-                        commit=change.commit or "",
-                        path=change.path,
-                        old_path=change.old_path or change.path,
-                        lost=lost,
-                    )
+        for commit in _by_commit(history_changes(layout, rev_range)):
+            arrivals = {c.path: identifiers(c.new_blob, False) for c in commit}
+            for change in commit:
+                if change.status == "A":
+                    continue
+                lost, kept = compare(
+                    identifiers(change.old_blob, False),
+                    identifiers(change.new_blob, False),
+                    lambda: identifiers(change.old_blob, True),  # noqa: B023 - called before the loop moves on
                 )
+                ignoring_moves[len(lost)] += 1
+                verdict = with_moves(Verdict(lost, threshold=0, kept=kept), change.path, arrivals)
+                histogram[len(verdict.lost)] += 1
+                rewrite = Rewrite(
+                    commit=change.commit or "",
+                    path=change.path,
+                    old_path=change.old_path or change.path,
+                    lost=verdict.lost,
+                    moved=verdict.moved,
+                    moved_to=verdict.moved_to,
+                )
+                if rewrite.lost:
+                    lossy.append(rewrite)
+                if rewrite.moved:
+                    restructured.append(rewrite)
     lossy.sort(key=lambda r: -len(r.lost))
-    return ProbeReport(rev_range, sum(histogram.values()), dict(sorted(histogram.items())), tuple(lossy))
+    restructured.sort(key=lambda r: -r.moved)
+    return ProbeReport(
+        rev_range,
+        sum(histogram.values()),
+        dict(sorted(histogram.items())),
+        tuple(lossy),
+        dict(sorted(ignoring_moves.items())),
+        tuple(restructured),
+    )

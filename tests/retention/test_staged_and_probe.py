@@ -225,3 +225,88 @@ def test_bumping_the_frontmatter_timestamp_is_not_a_loss(tmp_path):
     write(kb.root / ".kb.yaml", "retention:\n  ignore_frontmatter_keys: []\n")
     result = staged(kb, "--threshold", "1")
     assert result.code == 1 and ": 2026-08-08 (refused" in result.err
+
+
+# -- restructurings: identifiers that move to another note of the same change set ----------
+# The shapes come from the reference KB's log (DavidHLP/DavidHLP.github.io,
+# src/content/information/zh-cn/kb-log.md, 2026-08-23): a 445-line page split into three
+# pages (deployment, integration, troubleshooting), the original kept as a deprecated stub.
+
+SPLIT = ("2026-08-17", "v0.9.1", "docker-compose.yml", "bge-m3.gguf", "HINDSIGHT_API_URL", "127.0.0.1:8888")
+
+
+def test_staged_split_into_new_notes_keeps_the_moved_identifiers(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    big = write(kb.note_path("hindsight"), page("hindsight", *SPLIT))
+    kb.commit("monolith")
+    write(big, page("hindsight", "v0.9.1") + "\nSplit into three pages.\n")
+    write(kb.note_path("hindsight-deploy"), page("hindsight-deploy", "2026-08-17", "docker-compose.yml", "bge-m3.gguf"))
+    write(kb.note_path("hindsight-integration"), page("hindsight-integration", "HINDSIGHT_API_URL", "127.0.0.1:8888"))
+    kb.git("add", "-A")
+    result = staged(kb, "--format", "json")
+    assert result.code == 0, result.err
+    (checked,) = json.loads(result.out)["pages"]
+    assert checked["lost"] == [] and checked["moved"] == 5
+    assert [p.rsplit("/", 1)[1] for p in checked["moved_to"]] == ["hindsight-deploy.md", "hindsight-integration.md"]
+    assert staged(kb).err == "", "a restructuring is silent, like a move inside one page"
+
+
+def test_staged_move_into_an_existing_note_is_kept_but_a_real_loss_still_counts(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    source = write(kb.note_path("essays"), page("essays", *SPLIT))
+    target = write(kb.note_path("docker"), page("docker", "v27.0.1"))
+    kb.commit("two notes")
+    write(source, page("essays", "v0.9.1"))  # five identifiers leave ...
+    write(target, page("docker", "v27.0.1", "docker-compose.yml", "bge-m3.gguf"))  # ... two arrive here
+    kb.git("add", "-A")
+    result = staged(kb)
+    assert result.code == 1, "three went nowhere: still refused at 3"
+    assert "dropped 3 identifier(s) present in the previous version: 127.0.0.1:8888, 2026-08-17, HINDSIGHT_API_URL" in (
+        result.err
+    )
+
+
+def test_identifiers_in_an_unchanged_note_do_not_excuse_a_loss(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    source = write(kb.note_path("essays"), page("essays", *SPLIT))
+    write(kb.note_path("mirror"), page("mirror", *SPLIT))  # holds them all, but is not part of the change
+    kb.commit("two notes")
+    write(source, page("essays"))
+    kb.stage(source)
+    assert staged(kb).code == 1
+
+
+def test_a_deleted_note_whose_content_moved_is_counted_by_what_went_nowhere(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    gone = write(kb.note_path("essays"), page("essays", *SPLIT))
+    docker = write(kb.note_path("docker"), page("docker", "v27.0.1"))
+    kb.commit("notes")
+    gone.unlink()  # merged into an existing page (a new one would be paired as a rename by git -M)
+    write(docker, page("docker", "v27.0.1", *SPLIT[:4]))
+    kb.git("add", "-A")
+    doc = json.loads(staged(kb, "--format", "json").out)
+    assert doc["deleted"][0]["moved_to"][0].endswith("docker.md")
+    # 2026-08-08 (the page's timestamp) is ignored; HINDSIGHT_API_URL and host:port went nowhere.
+    assert doc["deleted"][0]["identifiers"] == 2
+
+
+def test_probe_names_the_notes_of_each_restructuring_and_the_histogram_without_them(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    big = write(kb.note_path("hindsight"), page("hindsight", *SPLIT))
+    kb.commit("monolith")
+    base = kb.head()
+    write(big, page("hindsight", "v0.9.1"))
+    write(kb.note_path("hindsight-deploy"), page("hindsight-deploy", *SPLIT[:4]))
+    kb.commit("split")
+    write(big, page("hindsight"))  # v0.9.1 lost for real
+    kb.commit("trim")
+    doc = json.loads(run_kb("retention", "probe", f"{base}..HEAD", "--format", "json", cwd=kb.root).out)
+    assert doc["rewrites"] == 2
+    assert doc["histogram"] == {"1": 1, "2": 1}, "the split loses only what went nowhere (2 of 5)"
+    assert doc["histogram_ignoring_moves"] == {"1": 1, "5": 1}
+    (split,) = doc["restructured"]
+    assert split["moved"] == 3 and split["moved_to"] == ["src/content/note/zh-cn/hindsight-deploy.md"]
+    assert split["lost"] == ["127.0.0.1:8888", "HINDSIGHT_API_URL"]
+    text = run_kb("retention", "probe", f"{base}..HEAD", cwd=kb.root).out
+    assert "restructurings: 1 rewrite(s) moved identifiers to another note of the same commit" in text
+    assert "src/content/note/zh-cn/hindsight.md -> src/content/note/zh-cn/hindsight-deploy.md" in text
