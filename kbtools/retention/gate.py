@@ -101,9 +101,10 @@ def compare(
 
 
 def with_moves(verdict: Verdict, path: str, arrivals: Mapping[str, frozenset[Identifier]]) -> Verdict:
-    """``verdict`` with every lost identifier that another page of the same change set now
-    holds counted as moved, not lost. ``arrivals``: each changed or added page's new
-    identifiers (unfiltered), by path; ``path`` is the page graded (not its own arrival)."""
+    """``verdict`` with every lost identifier that arrived in another page of the same change
+    set counted as moved, not lost. ``arrivals``: by path, the identifiers (unfiltered) each
+    changed page gained — all of an added page's, those a modified page did not have before
+    (a page that already held one did not take it over); ``path`` is the page graded."""
     if not verdict.lost:
         return verdict
     lost: list[Identifier] = []

@@ -172,7 +172,12 @@ def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> Stag
         return StagedReport(threshold)
     with BlobReader(layout.root) as blobs:
         texts = {c.path: blobs.text(c.new_blob or "") for c in changes if c.status != "D"}
-        arrivals = {path: extractor.extract(text, exclude_secrets=False) for path, text in texts.items()}
+        olds = {c.path: blobs.text(c.old_blob or "") for c in changes if c.status not in "AD"}
+        arrivals = {
+            path: extractor.extract(text, exclude_secrets=False)
+            - extractor.extract(olds.get(path), exclude_secrets=False)
+            for path, text in texts.items()
+        }
         for change in changes:
             if change.status == "A":
                 new_pages.append(change.path)
@@ -182,7 +187,7 @@ def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> Stag
                 kept = set().union(*(arrivals[p] for p in homes)) if homes else set()
                 deleted.append(DeletedNote(change.path, len(gone - kept), tuple(homes)))
             else:
-                old = blobs.text(change.old_blob or "")
+                old = olds.get(change.path)
                 verdict = grade(old, texts.get(change.path) or "", threshold=threshold, extractor=extractor)
                 pages.append(PageCheck(change, with_moves(verdict, change.path, arrivals)))
     return StagedReport(threshold, tuple(pages), tuple(deleted), tuple(new_pages))
@@ -255,7 +260,7 @@ def probe(layout: Layout, rev_range: str, *, extractor: Taxonomy) -> ProbeReport
             return found[blob, exclude_secrets]
 
         for commit in _by_commit(history_changes(layout, rev_range)):
-            arrivals = {c.path: identifiers(c.new_blob, False) for c in commit}
+            arrivals = {c.path: identifiers(c.new_blob, False) - identifiers(c.old_blob, False) for c in commit}
             for change in commit:
                 if change.status == "A":
                     continue
