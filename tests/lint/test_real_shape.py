@@ -38,14 +38,11 @@ def test_real_shape_lints_clean_without_config(kb):
     assert staged.code == 0, staged.err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="re-sorting the manifest and normalising its separators is still reported as "
-    "'raw manifest rewritten' by the history check (issue 14 item 2, kbtools/lint/raw.py)",
-)
 def test_real_shape_history_with_a_resorted_manifest_lints_clean(kb):
+    """Re-sorting the manifest and normalising its separators removes no entry and changes no hash."""
     result = run_kb_process("lint", "--since", root_commit(kb), cwd=kb.root)
     assert result.code == 0, result.err
+    assert "raw manifest rewritten" not in result.err
 
 
 def test_raw_edit_reblessed_in_the_same_commit_is_caught(kb):
