@@ -166,6 +166,12 @@ def diff_status(root: Path, *, staged: bool, base: str | None, paths: list[str])
     return _parse_name_status(out.split("\0"))
 
 
+def tree_diff(root: Path, old: str, new: str, paths: list[str]) -> list[FileStatus]:
+    """Files under ``paths`` that differ between commits ``old`` and ``new``."""
+    args = ["diff", "--name-status", "-z", "-M", *_DIFF_FLAGS, old, new, "--", *paths]
+    return _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
+
+
 def _trusted_paths(root: Path, paths: list[str]) -> list[str]:
     """Index entries under ``paths`` whose work-tree file git does not look at
     (``git ls-files -v``: a lower-case tag is assume-unchanged, ``S`` skip-worktree)."""

@@ -28,6 +28,13 @@ def register(app: typer.Typer) -> None:
         since: Annotated[
             str | None, typer.Option("--since", metavar="REV", help="Check every commit of REV..HEAD (for CI).")
         ] = None,
+        all_history: Annotated[
+            bool,
+            typer.Option(
+                "--all-history",
+                help="Check every commit of HEAD, the root commit included (adopting kbtools on an old KB).",
+            ),
+        ] = False,
         only: Annotated[
             str | None,
             typer.Option(
@@ -44,6 +51,12 @@ def register(app: typer.Typer) -> None:
         root: RootOption = None,
     ) -> int:
         """Check the raw manifest, note metadata and links, the index and the log, and secrets."""
+        if all_history:
+            from kbtools.gitio import EMPTY_TREE
+
+            if since is not None:
+                raise typer.BadParameter("--all-history and --since cannot be combined", param_hint="--all-history")
+            since = EMPTY_TREE  # the empty tree: from before the root commit
         return _run(staged=staged, since=since, only=only, output_format=output_format, root=root, fix=fix)
 
 

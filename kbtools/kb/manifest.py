@@ -26,6 +26,7 @@ __all__ = [
     "ManifestEntry",
     "ManifestIssue",
     "append_manifest_line",
+    "changed_entries",
     "entry_key",
     "manifest_entries",
     "manifest_line",
@@ -184,6 +185,17 @@ def removed_entries(old: str, new: str) -> list[str]:
     removed or changed. Re-sorting lines and normalising their layout removes nothing."""
     kept = {entry_key(line) for line in new.split("\n") if line.strip()}
     return [line.rstrip() for line in old.split("\n") if line.strip() and entry_key(line) not in kept]
+
+
+def changed_entries(old: str, new: str) -> list[str]:
+    """Lines of manifest text ``old`` whose path ``new`` registers with another hash."""
+    now = manifest_entries(new)
+    result = []
+    for line in old.split("\n"):
+        key = entry_key(line)
+        if isinstance(key, tuple) and now.get(key[0], key[1]) != key[1]:
+            result.append(line.rstrip())
+    return result
 
 
 _PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")

@@ -235,7 +235,7 @@ class LintContext:
         return self.notes.by_locale()
 
     def step_label(self, step: Step) -> str:
-        return f" (commit {step.commit[:12]})" if step.commit else ""
+        return step.label or (f" (commit {step.commit[:12]})" if step.commit else "")
 
 
 GIT_FAMILIES = frozenset({"raw", "index-log", "secrets"})
@@ -286,7 +286,7 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
             CONFIG_FILE,
         ]
     )
-    tracked = [ctx.rel(layout.raw_manifest), ctx.rel(layout.log), ctx.rel(layout.index)]
+    tracked = [ctx.rel(layout.raw_manifest), ctx.rel(layout.log), ctx.rel(layout.index), CONFIG_FILE]
     ctx.history = load_history(layout.root, mode, ctx.repo, paths, tracked)
     if mode.staged and ctx.repo.head is not None:
         ctx.scope = _staged_scope(ctx)

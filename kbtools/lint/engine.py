@@ -88,14 +88,14 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
     manifests = {ctx.rel(ctx.layout.raw_manifest), ctx.rel(ctx.layout.artifact_manifest)}
     paths = list(dict.fromkeys([ctx.raw_prefix, ctx.note_prefix]))
     base = ctx.repo.head or EMPTY_TREE
-    if ctx.mode.since is not None:
-        args = ["log", f"{ctx.mode.since}..HEAD", "--", *paths]
+    if ctx.mode.history:
+        args = ["log", "--root", ctx.mode.log_range, "--", *paths]
     elif ctx.mode.staged:
         args = ["diff", "--cached", base, "--", *paths]
     else:
         args = ["diff", base, "--", *paths]
     result: ChangedLines = [(path, lines) for _, path, lines in added_lines(root, args) if path not in manifests]
-    if ctx.mode.since is None and not ctx.mode.staged:
+    if not ctx.mode.history and not ctx.mode.staged:
         for rel in untracked_files(root, paths):
             path = root / rel
             # Only regular files: a symlink (or a FIFO behind one) is never followed.

@@ -6,9 +6,11 @@ import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from kbtools.config import CONFIG_FILE
 from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
-from kbtools.kb.manifest import manifest_entries, removed_entries
+from kbtools.kb.manifest import changed_entries, manifest_entries, removed_entries
 from kbtools.lint.context import LintContext
+from kbtools.lint.history import Step
 from kbtools.lint.problem import Problem
 
 RAW_REQUIRED_FIELDS = ("title", "capturedAt", "sourceType", "sourceUrl")
@@ -132,15 +134,19 @@ def _blank(value: object) -> bool:
 
 
 def _history(ctx: LintContext) -> list[Problem]:
-    """Checks 6 and 7 for every step of the mode."""
+    """Checks 6 and 7 for every step of the mode, and for the rewrite step of a range whose
+    REV is not an ancestor of HEAD; a step that moves the raw root is a finding too."""
     if ctx.history is None:
         return []
     problems: list[Problem] = []
     raw_prefix = ctx.raw_prefix + "/"
     manifest_rel = ctx.rel(ctx.layout.raw_manifest)
-    for step in ctx.history.steps:
+    rewrite = ctx.history.rewrite
+    for step in ctx.history.steps + ((rewrite,) if rewrite is not None else ()):
         label = ctx.step_label(step)
         for f in step.files:
+            if step.partial and f.status[0] not in "MT":
+                continue  # a common ancestor: what HEAD lacks may be newer than HEAD, not dropped
             if f.path == manifest_rel and f.old_path is None:
                 changed = f.status[0] in "DT"  # a modified manifest is judged line by line (check 7)
             else:
@@ -153,15 +159,79 @@ def _history(ctx: LintContext) -> list[Problem]:
                 problems.append(
                     Problem("raw-snapshot-changed", f"raw snapshot changed or deleted: {f.describe()}{label}", f.path)
                 )
+        problems += _config_moves(ctx, step, label)
         status = step.status_of(manifest_rel)
         if status is None or status.status[0] != "M":
             continue
         old, new = step.text("old", manifest_rel), step.text("new", manifest_rel)
         if old is None or new is None:
             continue
-        for line in removed_entries(old, new):
+        lost = changed_entries(old, new) if step.partial else removed_entries(old, new)
+        for line in lost:
             problems.append(Problem("raw-manifest-rewritten", f"raw manifest rewritten: {line}{label}", manifest_rel))
     return problems
+
+
+def _config_moves(ctx: LintContext, step: Step, label: str) -> list[Problem]:
+    """A step whose ``.kb.yaml`` points the raw root or the manifest elsewhere, while
+    evidence lived at the old place: where evidence lives has changed."""
+    if step.status_of(CONFIG_FILE) is None or step.old_rev is None:
+        return []
+    before = evidence_paths(step.text("old", CONFIG_FILE))
+    after = evidence_paths(step.text("new", CONFIG_FILE))
+    if before == after:
+        return []
+    old_manifest = before.get("raw_manifest", "")
+    if step.old_rev is not None and not _in_tree(ctx, step.old_rev, old_manifest):
+        return []  # nothing was registered there: a KB being set up, not moved
+    return [
+        Problem(
+            "raw-root-moved",
+            f"raw root moved: paths.{key} '{before[key]}' -> '{after[key]}' in {CONFIG_FILE}{label}",
+            CONFIG_FILE,
+        )
+        for key in before
+        if before[key] != after[key]
+    ]
+
+
+def _in_tree(ctx: LintContext, rev: str, rel: str) -> bool:
+    from kbtools.gitio import read_blobs
+
+    return bool(rel) and read_blobs(ctx.layout.root, [f"{rev}:./{rel}"]).get(f"{rev}:./{rel}") is not None
+
+
+def evidence_paths(text: str | None) -> dict[str, str]:
+    """``paths.raw`` and ``paths.raw_manifest`` of a ``.kb.yaml`` text (None: no file, the
+    defaults); an unreadable file gives ``<unreadable>``."""
+    from collections.abc import Mapping
+
+    from kbtools.config import MAX_CONFIG_BYTES, PathsConfig
+
+    defaults = {"raw": PathsConfig().raw, "raw_manifest": PathsConfig().raw_manifest}
+    if text is None:
+        return defaults
+    try:
+        from kbtools.safeyaml import load
+
+        data = load(text, max_bytes=MAX_CONFIG_BYTES)
+    except Exception:  # any YAML or bound error: the file does not say where evidence lives
+        return dict.fromkeys(defaults, "<unreadable>")
+    paths = data.get("paths") if isinstance(data, Mapping) else None
+    result = dict(defaults)
+    if isinstance(paths, Mapping):
+        for key in result:
+            value = paths.get(key)
+            if isinstance(value, str):
+                result[key] = _normal_path(value)
+    return result
+
+
+def _normal_path(value: str) -> str:
+    value = value.strip().replace("\\\\", "/").rstrip("/")
+    while value.startswith("./"):
+        value = value[2:]
+    return value
 
 
 def append_only_violations(old: Sequence[str], new: Sequence[str]) -> list[str]:
