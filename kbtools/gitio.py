@@ -53,8 +53,10 @@ def git_bytes(
     return proc.stdout
 
 
-def git(args: list[str], cwd: Path, *, check: bool = True, env: dict[str, str] | None = None) -> str:
-    return git_bytes(args, cwd, check=check, env=env).decode("utf-8", "surrogateescape")
+def git(
+    args: list[str], cwd: Path, *, check: bool = True, env: dict[str, str] | None = None, data: bytes | None = None
+) -> str:
+    return git_bytes(args, cwd, check=check, env=env, data=data).decode("utf-8", "surrogateescape")
 
 
 def repo_root(start: Path) -> Path | None:
@@ -139,31 +141,43 @@ def diff_status(root: Path, *, staged: bool, base: str | None, paths: list[str])
 
     ``base`` None means "no commit yet": everything present counts as added. For the
     work tree, files marked ``--assume-unchanged`` or ``--skip-worktree`` (which
-    ``git diff`` takes on trust) are compared too: through a copy of the index with
-    those marks cleared, so the user's index is left as it is.
+    ``git diff`` takes on trust) are compared too, by content.
     """
     args = ["diff", "--name-status", "-z", "-M", *_DIFF_FLAGS]
     if staged:
         args.append("--cached")
     args += [base or EMPTY_TREE, "--", *paths]
+    files = _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
     if staged:
-        return _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
+        return files
     hidden = _trusted_paths(root, paths)
-    if not hidden:
-        return _parse_name_status(git(_QUIET_PATHS + args, root).split("\0"))
-    import shutil
-    import tempfile
+    if hidden:
+        files += _hidden_changes(root, base, hidden, {p for f in files for p in (f.path, f.old_path) if p})
+    return files
 
-    index_file = Path(git(["rev-parse", "--path-format=absolute", "--git-path", "index"], root).strip())
-    with tempfile.TemporaryDirectory(prefix="kb-index-") as tmp:
-        copy = os.path.join(tmp, "index")
-        shutil.copyfile(index_file, copy)
-        env = {"GIT_INDEX_FILE": copy}
-        for mark in ("--no-assume-unchanged", "--no-skip-worktree"):  # one mark per call: the last one wins
-            git(["update-index", "-q", mark, "--", *hidden], root, env=env)
-        git(["update-index", "-q", "--refresh"], root, check=False, env=env)
-        out = git(_QUIET_PATHS + args, root, env=env)
-    return _parse_name_status(out.split("\0"))
+
+def _hidden_changes(root: Path, base: str | None, hidden: list[str], listed: set[str]) -> list[FileStatus]:
+    """Changes to files git does not look at: their work-tree blob id (``git hash-object``,
+    which applies the clean filter, as ``git add`` would) against ``base``'s."""
+    hidden = [p for p in hidden if p not in listed]
+    before: dict[str, str] = {}
+    if base is not None and hidden:
+        out = git(_QUIET_PATHS + ["ls-tree", "-r", "-z", base, "--", *hidden], root)  # paths relative to root
+        for record in out.split("\0"):
+            info, _, path = record.partition("\t")
+            if info:
+                before[path] = info.split()[2]
+    present = [p for p in hidden if os.path.isfile(os.path.join(root, p)) and not os.path.islink(os.path.join(root, p))]
+    after: dict[str, str] = {}
+    if present:
+        out = git(["hash-object", "--stdin-paths"], root, data="".join(p + "\n" for p in present).encode())
+        after = dict(zip(present, out.split()))
+    result = []
+    for path in hidden:
+        old, new = before.get(path), after.get(path)
+        if old != new:
+            result.append(FileStatus("D" if new is None else "A" if old is None else "M", path))
+    return result
 
 
 def tree_diff(root: Path, old: str, new: str, paths: list[str]) -> list[FileStatus]:
