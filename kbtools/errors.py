@@ -50,3 +50,26 @@ class ConfigError(KbError):
         self.path = path
         self.line = line
         self.column = column
+
+
+def shown_name(name: str) -> str:
+    """A file name as it can be printed: bytes that are not UTF-8 (kept by the file system
+    decoding as lone surrogates) shown as ``\\xNN``, valid characters as they are."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def utf8_name(name: str) -> bool:
+    """Whether ``name`` (from the file system or git) is valid UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def require_utf8_name(path: object) -> None:
+    """KbError when the name of ``path`` is not valid UTF-8: such a name cannot be written
+    into a manifest, a ledger or a report."""
+    name = str(path)
+    if not utf8_name(name):
+        raise KbError("file name is not valid UTF-8; rename the file", shown_name(name))

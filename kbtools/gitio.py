@@ -11,7 +11,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 
 class GitFailed(Exception):
@@ -367,38 +367,75 @@ def untracked_files(root: Path, paths: list[str]) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def added_lines(root: Path, args: list[str]) -> list[tuple[str | None, str, list[tuple[int, str]]]]:
-    """Added lines of a ``-U0`` patch: ``(commit or None, path, [(line_no, text), …])`` per file.
+# Added lines come in pieces of about this much text, the last OVERLAP lines of a piece
+# repeated at the start of the next, so a scan of each piece finds what spans two (a PEM
+# block): a 200 MB file added is read with flat memory.
+PIECE_CHARS = 1 << 20
+OVERLAP = 64
+
+AddedLines = tuple[str | None, str, list[tuple[int, str]]]
+
+
+def added_lines(root: Path, args: list[str]) -> Iterator[AddedLines]:
+    """Added lines of a ``-U0`` patch: ``(commit or None, path, [(line_no, text), …])``,
+    several per file when it is long (see :data:`PIECE_CHARS`), read as git writes them.
 
     ``args`` is the diff or log command without its patch flags, e.g. ``["diff", "--cached"]``
     plus a ``--`` pathspec; for ``log``, each commit is named.
     """
+    import tempfile
+
     is_log = args[0] == "log"
     extra = ["-p", "-U0", *_DIFF_FLAGS] + (["--format=%x01%H", "--diff-merges=first-parent"] if is_log else [])
-    out = git(_QUIET_PATHS + [args[0], *extra, *args[1:]], root)
-    result: list[tuple[str | None, str, list[tuple[int, str]]]] = []
+    command = ["git", *_QUIET_PATHS, args[0], *extra, *args[1:]]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=errors, env=git_env())
+        except OSError as exc:
+            raise GitFailed(args, 127, str(exc)) from None
+        assert proc.stdout is not None
+        try:
+            yield from _patch_pieces(proc.stdout)
+        finally:
+            proc.stdout.close()
+            code = proc.wait()
+        if code != 0:
+            errors.seek(0)
+            raise GitFailed(args, code, errors.read().decode("utf-8", "replace"))
+
+
+def _patch_pieces(stream: IO[bytes]) -> Iterator[AddedLines]:
     commit: str | None = None
-    current: list[tuple[int, str]] | None = None
+    target: str | None = None
+    current: list[tuple[int, str]] = []
+    fresh = size = 0  # lines of ``current`` not yet handed on, and its text size
     line_no = 0
-    for line in out.split("\n"):
-        if line.startswith("\x01"):
-            commit, current = line[1:].strip(), None
-        elif line.startswith("+++ "):
-            target = _unquote_path(line[4:])
-            if target is None:
-                current = None
+    for raw in stream:
+        line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+        if line.startswith("\x01") or line.startswith("diff --git ") or line.startswith("+++ "):
+            if fresh and target is not None:
+                yield (commit, target, current)
+            current, fresh, size = [], 0, 0
+            if line.startswith("\x01"):
+                commit, target = line[1:].strip(), None
+            elif line.startswith("+++ "):
+                target = _unquote_path(line[4:])
             else:
-                current = []
-                result.append((commit, target, current))
+                target = None
         elif line.startswith("@@ "):
             plus = line.split(" ")[2]  # "+c,d"
             line_no = int(plus[1:].split(",")[0])
-        elif line.startswith("diff --git "):
-            current = None
-        elif current is not None and line.startswith("+"):
+        elif target is not None and line.startswith("+"):
             current.append((line_no, line[1:]))
             line_no += 1
-    return [r for r in result if r[2]]
+            fresh += 1
+            size += len(line)
+            if size >= PIECE_CHARS:
+                yield (commit, target, current)
+                current = current[-OVERLAP:]
+                fresh, size = 0, sum(len(text) for _, text in current)
+    if fresh and target is not None:
+        yield (commit, target, current)
 
 
 def _unquote_path(text: str) -> str | None:

@@ -99,6 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = ExitCode.INTERRUPTED
     except BrokenPipeError:
         return int(ExitCode.OK)
+    except UnicodeEncodeError as exc:
+        if debug or not _undecodable_name(exc):
+            raise
+        # A file name that is not UTF-8 (the file system or git hands it over as lone
+        # surrogates) met a place that must write UTF-8: say which name, not "internal error".
+        print(f"kb: error: a file name is not valid UTF-8; rename the file ({_name_at(exc)})", file=sys.stderr)
+        return int(ExitCode.USAGE)
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             raise
@@ -111,6 +118,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == ExitCode.INTERRUPTED:  # typer >= 0.26 turns Ctrl-C into a silent exit code 130
         print("kb: interrupted", file=sys.stderr)
     return code
+
+
+def _undecodable_name(exc: UnicodeEncodeError) -> bool:
+    return isinstance(exc.object, str) and all(0xDC80 <= ord(c) <= 0xDCFF for c in exc.object[exc.start : exc.end])
+
+
+def _name_at(exc: UnicodeEncodeError) -> str:
+    """The path-like word around the undecodable bytes, printable."""
+    import re
+
+    from kbtools.errors import shown_name
+
+    text = exc.object
+    words = re.finditer(r"[^\s\"',:;]+", text)
+    word = next((m.group(0) for m in words if m.start() <= exc.start < m.end()), text[exc.start : exc.end])
+    return shown_name(word[-200:])
 
 
 def run() -> NoReturn:

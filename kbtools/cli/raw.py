@@ -39,8 +39,11 @@ def register(app: typer.Typer) -> None:
         root: RootOption = None,
     ) -> None:
         """Copy evidence into the raw layer and append its manifest line (never rewrites a line)."""
+        from kbtools.errors import require_utf8_name
         from kbtools.kb.raw_add import add_raw
 
+        for name in files:
+            require_utf8_name(name)
         _, layout = open_kb(root)
         for added in add_raw(layout, files, locale=locale, slug=slug, source_type=source_type, source_url=source_url):
             extra = f"; added {', '.join(added.fields_added)}" if added.fields_added else ""

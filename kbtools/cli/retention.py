@@ -131,8 +131,13 @@ def _read_new(name: str) -> str:
 
 
 def _read(path: Path) -> str:
+    """A page's text; only a regular file is read (a FIFO or a device would hang or feed it forever)."""
+    from kbtools.kb.tree import read_regular
+
+    if path.is_dir():
+        raise KbError("is a folder, not a page", str(path))
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        return read_regular(path).decode("utf-8", "replace")
     except IsADirectoryError:
         raise KbError("is a folder, not a page", str(path)) from None
     except OSError as exc:

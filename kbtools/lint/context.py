@@ -28,12 +28,14 @@ from functools import cached_property
 from pathlib import Path
 
 from kbtools.config import CONFIG_FILE
+from kbtools.errors import shown_name, utf8_name
 from kbtools.gitio import BlobReader, IndexEntry, RepoState, index_entries, repo_state
 from kbtools.kb.frontmatter import Frontmatter, FrontmatterError, parse_frontmatter
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import Manifest, parse_manifest
 from kbtools.kb.tree import KbFile, Layer, layer_from_paths, read_regular, scan_layer
 from kbtools.lint.history import History, LintMode, Step, load_history
+from kbtools.lint.problem import Problem
 
 CHUNK = 1 << 20  # bytes read at a time: a 200 MB raw file is hashed with flat memory
 HEAD_BYTES = 1 << 20  # how much of a raw file its frontmatter check reads
@@ -157,6 +159,7 @@ class LintContext:
     files: FileSource
     raw_entries: dict[str, str]  # every entry of the raw root, relative to it → file, symlink, submodule, other
     raw_root_problem: str | None = None  # why the raw root is not a folder of this repository
+    name_problems: tuple[Problem, ...] = ()  # files whose name is not UTF-8 (left out of every other check)
     history: History | None = None  # None when git checks are skipped
     scope: Scope | None = None  # None: check every file
     _note_docs: dict[str, Frontmatter | FrontmatterError] = field(default_factory=dict)
@@ -260,6 +263,7 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
         raw_entries = {} if problem else list_tree(str(layout.raw_root))
         notes = scan_layer(layout.note_root)
         files = FileSource(layout.root)
+    raw_entries, notes, name_problems = _undecodable_names(layout, raw_entries, notes)
     raw = layer_from_paths(layout.raw_root, raw_entries, [p for p, kind in raw_entries.items() if kind == "symlink"])
     ctx = LintContext(
         layout=layout,
@@ -271,6 +275,7 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
         files=files,
         raw_entries=raw_entries,
         raw_root_problem=problem,
+        name_problems=name_problems,
     )
     if not ctx.repo.usable:
         return ctx  # every content check still runs; history checks are skipped with a notice
@@ -311,6 +316,30 @@ def _staged_scope(ctx: LintContext) -> Scope | None:
         elif f.path.startswith(note_prefix):
             notes.add(f.path[len(note_prefix) :])
     return Scope(frozenset(raw), frozenset(notes))
+
+
+def _undecodable_names(
+    layout: Layout, raw_entries: dict[str, str], notes: Layer
+) -> tuple[dict[str, str], Layer, tuple[Problem, ...]]:
+    """Raw entries and notes whose name is not valid UTF-8: each is one finding, and no
+    other check sees it (a manifest, an index or a report cannot name it)."""
+    raw_prefix, note_prefix = layout.rel(layout.raw_root) + "/", layout.rel(layout.note_root) + "/"
+    found = [
+        Problem(
+            "raw-unregistered", f"raw file name is not valid UTF-8: {shown_name(rel)}", raw_prefix + shown_name(rel)
+        )
+        for rel in raw_entries
+        if not utf8_name(rel)
+    ]
+    if found:
+        raw_entries = {rel: kind for rel, kind in raw_entries.items() if utf8_name(rel)}
+    bad_notes = [f for f in notes.files if not utf8_name(f.rel)]
+    for f in bad_notes:
+        shown = shown_name(f.rel)
+        found.append(Problem("note-metadata", f"wiki page name is not valid UTF-8: {shown}", note_prefix + shown))
+    if bad_notes:
+        notes = Layer(notes.root, tuple(f for f in notes.files if utf8_name(f.rel)), notes.symlinks)
+    return raw_entries, notes, tuple(found)
 
 
 def _under(index: dict[str, IndexEntry], prefix: str) -> dict[str, str]:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kbtools.kb.layout import Layout
 from kbtools.lint.context import LintContext, build_context
 from kbtools.lint.history import LintMode
-from kbtools.lint.problem import FAMILIES, Problem, sort_key
+from kbtools.lint.problem import CHECKS, FAMILIES, Problem, sort_key
 
 __all__ = ["FAMILIES", "LintMode", "LintReport", "changed_lines", "lint_report", "run_lint"]
 
-ChangedLines = list[tuple[str, list[tuple[int, str]]]]
+ChangedLines = Iterator[tuple[str, list[tuple[int, str]]]]
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str
 
 
 def _problems(ctx: LintContext, selected: frozenset[str]) -> list[Problem]:
-    problems: list[Problem] = []
+    problems = [p for p in ctx.name_problems if CHECKS[p.check][1] in selected]
     if "raw" in selected:
         from kbtools.lint.raw import check_raw
 
@@ -71,18 +71,18 @@ def _check_secrets(ctx: LintContext) -> list[Problem]:
         from kbtools.lint.secrets import secret_problems
     except ImportError:
         return []
-    return list(secret_problems(changed_lines(ctx)))
+    return secret_problems(changed_lines(ctx))
 
 
 def changed_lines(ctx: LintContext) -> ChangedLines:
     """Added or changed lines of raw and note files in the mode's diff, as
-    ``(path relative to the KB root, [(line number, text), …])``.
+    ``(path relative to the KB root, [(line number, text), …])``, a long file in several
+    overlapping pieces (:data:`kbtools.gitio.PIECE_CHARS`), read as git writes them.
 
-    Work tree mode also reads untracked files whole; ``--since`` lists each commit's
+    Work tree mode also reads untracked files whole; the history modes list each commit's
     additions separately (a file changed by two commits appears twice).
     """
     from kbtools.gitio import EMPTY_TREE, added_lines, untracked_files
-    from kbtools.kb.tree import read_regular
 
     root = ctx.layout.root
     manifests = {ctx.rel(ctx.layout.raw_manifest), ctx.rel(ctx.layout.artifact_manifest)}
@@ -94,16 +94,41 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
         args = ["diff", "--cached", base, "--", *paths]
     else:
         args = ["diff", base, "--", *paths]
-    result: ChangedLines = [(path, lines) for _, path, lines in added_lines(root, args) if path not in manifests]
+    for _, path, lines in added_lines(root, args):
+        if path not in manifests:
+            yield path, lines
     if not ctx.mode.history and not ctx.mode.staged:
         for rel in untracked_files(root, paths):
-            path = root / rel
-            # Only regular files: a symlink (or a FIFO behind one) is never followed.
-            if rel in manifests or path.is_symlink() or not path.is_file():
-                continue
-            try:
-                text = read_regular(path).decode("utf-8", "replace")
-            except OSError:
-                continue
-            result.append((rel, list(enumerate(text.splitlines(), start=1))))
-    return result
+            if rel not in manifests:
+                yield from _file_pieces(ctx, rel)
+
+
+def _file_pieces(ctx: LintContext, rel: str) -> ChangedLines:
+    """An untracked file's lines in pieces like :func:`kbtools.gitio.added_lines`'. Only a
+    regular file is read: a symlink (or a FIFO behind one) is never followed."""
+    from kbtools.gitio import OVERLAP, PIECE_CHARS
+
+    try:
+        pieces = ctx.files.chunks(rel)
+    except OSError:
+        return
+    current: list[tuple[int, str]] = []
+    fresh = size = 0
+    tail = b""
+    number = 0
+    for piece in pieces:
+        *whole, tail = (tail + piece).split(b"\n")
+        for raw in whole:
+            number += 1
+            current.append((number, raw.decode("utf-8", "replace").rstrip("\r")))
+            fresh += 1
+            size += len(raw)
+        if size >= PIECE_CHARS:
+            yield rel, current
+            current = current[-OVERLAP:]
+            fresh, size = 0, sum(len(text) for _, text in current)
+    if tail:
+        current.append((number + 1, tail.decode("utf-8", "replace")))
+        fresh += 1
+    if fresh:
+        yield rel, current
