@@ -529,10 +529,12 @@ def test_progress_goes_to_stderr_only_when_it_is_a_terminal(env: IngestEnv) -> N
 
 
 def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Path) -> None:
+    # Every session is aged: a file younger than the racy-mtime window gets no stat key, and
+    # whether the second run still sees it as young would depend on the machine's speed.
     for i in range(12):
-        write_omp_session(env.omp, [user(f"{TECH_PROMPT} ({i})"), assistant(TECH_ANSWER)], session_id=f"s{i}")
-    write_omp_session(env.omp, tech_turn(), session_id="dup")
-    write_omp_session(env.omp, tech_turn(), session_id="dup2")  # same turn: marked as a duplicate
+        age(write_omp_session(env.omp, [user(f"{TECH_PROMPT} ({i})"), assistant(TECH_ANSWER)], session_id=f"s{i}"))
+    age(write_omp_session(env.omp, tech_turn(), session_id="dup"))
+    age(write_omp_session(env.omp, tech_turn(), session_id="dup2"))  # same turn: marked as a duplicate
     one, two = tmp_path / "one", tmp_path / "two"
     env.run("--output-dir", str(one))
     summary, _ = env.run("--output-dir", str(two), "--jobs", "2")
