@@ -238,6 +238,10 @@ ADVERSARIAL = {
     "a.local.a.local…": "a.local.",
     "\\\\\\\\x\\\\…": "\\\\x",
     "https://u:p@…": "https://u:p@",
+    "<token><token>…": "<token>",
+    '"token", "token", …': '"token", ',
+    "password: password: …": "password: ",
+    "====…": "=",
 }
 
 

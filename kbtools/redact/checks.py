@@ -42,8 +42,8 @@ class Candidate(NamedTuple):
 # Value checks.
 
 _REFERENCE_PREFIXES = (
-    "$",
-    "%",
+    "${",
+    "$(",
     "{{",
     "<",
     "os.environ",
@@ -91,9 +91,11 @@ _STRING_PREFIXES = frozenset("f b r u rb br fr rf".split())
 _MASKED = re.compile(r"[xX*.•…#_-]{1,64}")
 _ALL_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 # `${VAR}`, `${VAR:default}`, `$(cmd)`, `{{ tmpl }}`, `{% … %}`, `%VAR%`, `@VAR@`, `<your-token>`, `{0}`, `%s`.
-_TEMPLATE = re.compile(
-    r"\$\{[^}]{0,256}\}?|\$\([^)]{0,256}\)?|\{\{|\{%|%[A-Za-z_][A-Za-z0-9_]{0,64}%"
-    r"|@[A-Za-z_][A-Za-z0-9_]{0,64}@|<[^<>]{1,64}>|\{[0-9]{0,2}\}|%[+# 0-]?[sdrfxv]$|\$[A-Za-z_][A-Za-z0-9_]{0,64}"
+_TEMPLATE = re.compile(r"\$\{[^}]{0,256}\}?|\$\([^)]{0,256}\)?|\{\{|\{%|<[^<>]{1,64}>")
+# A whole value that is only a variable: `$VAR`, `%VAR%`, `@VAR@`, `{0}`, `%s`, `$1`.
+_VARIABLE = re.compile(
+    r"\$[A-Za-z_][A-Za-z0-9_]{0,64}|%[A-Za-z_][A-Za-z0-9_]{0,64}%|@[A-Za-z_][A-Za-z0-9_]{0,64}@|\{[0-9]{0,2}\}"
+    r"|%[+# 0-]?[sdrfxv]|\$[0-9]"
 )
 # A placeholder body: x/X/*/0 runs (`ghp_xxxx…`, `XXXX-XXXX`, `sk-****`), a keyboard or alphabet run.
 _MASK_RUN = re.compile(r"x{6}|X{6}|\*{3}|0{8}|#{4}|\.{3}|…|•{3}|_{6}")
@@ -102,6 +104,9 @@ _PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", 
 # A dotted or scoped code reference: `var.db_password`, `X25519.secret_length`, `Foo::BAR`, `a->b`.
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,64}(?:(?:\.|::|->)[A-Za-z_$][A-Za-z0-9_$]{0,64}){1,8}")
 _DOTTED_SPLIT = re.compile(r"\.|::|->")
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,128}\(.{0,256}\)")
+_MODULE = re.compile(r"[a-z_]{2,32}(?:\.[a-z_]{2,32}){1,6}")
+_FORMAT_ONLY = re.compile(r"(?:%[-+# 0-9.]*[sdrfxvi]|\{[0-9A-Za-z_]{0,32}\}|[:@/ ._-])+")
 _SNAKE = re.compile(r"[a-z][a-z0-9]{0,32}(?:_[a-z0-9]{1,32}){1,8}")
 _SECRET_WORDS = ("password", "passwd", "pass", "pwd", "token", "secret", "key", "cred", "auth", "login")
 # Regular-expression syntax: two of these and the value is a pattern, not a password.
@@ -110,12 +115,17 @@ _REGEX_MARKS = re.compile(
 )
 
 
+def _is_snake_words(value: str) -> bool:
+    """`saved_assert_hooks`, `db_password`, `my_var_2`: words, not `ghp_bbbbbbbbbbbbbbbb`."""
+    return bool(_SNAKE.fullmatch(value)) and all(len(p) <= 3 or any(v in p for v in "aeiouy") for p in value.split("_"))
+
+
 def is_placeholder(value: str) -> bool:
     """A stand-in for a secret: a template, a placeholder word, a masked or degenerate body."""
     low = value.lower()
     if low in PLACEHOLDER_WORDS or low.strip("<>[]{}()'\"` ") in PLACEHOLDER_WORDS:
         return True
-    if _TEMPLATE.match(value) or _MASKED.fullmatch(value):
+    if _TEMPLATE.match(value) or _VARIABLE.fullmatch(value) or _MASKED.fullmatch(value):
         return True
     if _MASK_RUN.search(value) or any(seq in low for seq in _SEQUENCES):
         return True
@@ -137,7 +147,7 @@ def is_placeholder_token(value: str) -> bool:
     if any(hint in low for hint in _PLACEHOLDER_HINTS):
         return True
     body = _NOT_ALNUM.sub("", value)
-    return len(body) >= 12 and len(set(body.lower())) <= 5
+    return len(body) >= 12 and len(set(body.lower())) <= 2 and bool(set(body.lower()) & set("x0"))
 
 
 def token_not_placeholder(hit: Candidate, config: RedactionConfig) -> bool:
@@ -179,7 +189,7 @@ QUALIFIERS = frozenset(
     label field header param parameter placeholder input form validator validation error message msg text
     title description desc help link button show hidden visible toggle enabled required provider store
     handler callback class module ref index position offset number num location format mode version
-    algorithm algo bits column changed updated created reset manager service helper""".split()
+    algorithm algo bits column changed updated created reset manager mgr service helper fd""".split()
 )
 # The value under these is a digest or an identifier, never a secret however random it looks.
 HASHISH = frozenset(
@@ -243,10 +253,12 @@ def is_benign(value: str, name: str, following: str = "", *, bare: bool = True) 
     compact = _NOT_ALNUM.sub("", low)
     if len(compact) >= 3 and compact in _NOT_ALNUM.sub("", name.lower()):  # `PASSWORD = "password"`
         return True
+    if _FORMAT_ONLY.fullmatch(stripped) or _CALL.fullmatch(stripped) or _MODULE.fullmatch(stripped):
+        return True  # `'%s:%s' % (user, pw)`, `cookies.append(cookie)`, `'http.cookies'`
     if bare:
-        if is_code_reference(stripped):
+        if is_code_reference(stripped) or _is_snake_words(stripped):  # `= var.db_password`, `= saved_hooks`
             return True
-        if _SNAKE.fullmatch(stripped) and any(w in stripped for w in _SECRET_WORDS):  # `= db_password`
+        if len(stripped) <= 3:  # `token = 0`, `"token": i`: a counter or a variable, not a credential
             return True
     return False
 
@@ -262,16 +274,85 @@ def is_credential_value(hit: Candidate, config: RedactionConfig) -> bool:
             return False
         if _is_type_annotation(hit, stripped):
             return False
-    if "kq" in groups and " " in stripped and _call_argument(hit):  # `t("password", "Your password")`
+    if "kq" in groups and not _plausible_pair(hit, stripped):
+        return False
+    if not _ASCII_ALNUM.search(stripped):  # `"cookie": "🍪"`
+        return False
+    between = hit.match.string[hit.match.end("name") : hit.start] if "name" in groups else ""
+    if ("==" in between or "!=" in between) and not distinctive(stripped):  # `if token == "integer":`
+        return False
+    if bare and stripped.isalpha() and not name.isupper() and " = " in between:  # `password = split`
+        return False
+    if bare and _in_prose_or_docs(hit, stripped):
         return False
     return not is_benign(stripped, name, hit.following, bare=bare)
 
 
-def _call_argument(hit: Candidate) -> bool:
-    """`f("name", value)`: the key is the first argument of a call."""
+def _plausible_pair(hit: Candidate, value: str) -> bool:
+    """`f("name", value)` binds only as a call's first argument (or a `[key, value]` pair), never
+    as words in a list (`("text", "password", "label")`) nor a label (`t("password", "Your password")`)."""
     text, start = hit.match.string, hit.match.start()
     between = text[hit.match.end("name") : hit.start].lstrip("\\\"' ")
-    return between.startswith(",") and text[max(0, start - 8) : start].rstrip().endswith("(")
+    if not between.startswith(","):
+        return True
+    if " " in value or (value.isalpha() and value.islower()):  # a label, or the next word of a list
+        return False
+    return text[max(0, start - 8) : start].rstrip().endswith(("(", "["))
+
+
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
+_CAMEL_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|_+")
+
+
+def _identifier_words(value: str) -> bool:
+    """An identifier made of words: `identity`, `next_token`, `HTTPPasswordMgr`, `maxRetries2`
+    (not `gBEslgyf3jT4…`, whose pieces are single letters and consonant runs)."""
+    for piece in _CAMEL_TOKEN.findall(value):
+        if piece[0] == "_":
+            continue
+        if piece.isdigit():
+            if len(piece) > 3:
+                return False
+        elif piece.isupper() and len(piece) <= 6:
+            continue
+        elif len(piece) < 2 or not any(v in piece.lower() for v in "aeiouy"):
+            return False
+    return True
+
+
+def distinctive(value: str) -> bool:
+    """Not a word or an identifier, six characters or more, two kinds of character or more."""
+    if len(value) < 6 or (value.isidentifier() and _identifier_words(value)):
+        return False
+    return _kinds(value) >= 2
+
+
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
+_DIGIT = re.compile(r"[0-9]")
+_OTHER = re.compile(r"[^A-Za-z0-9]")
+
+
+def _kinds(value: str) -> int:
+    """How many of lower-case, upper-case, digit and other characters ``value`` holds."""
+    return sum(1 for kind in (_LOWER, _UPPER, _DIGIT, _OTHER) if kind.search(value))
+
+
+_DOC_FIELD = re.compile(
+    r"(?:^|\s)(?::param|:ivar|:type|:raises|@param|@return|#|//|\*)[ \t]*(?:[A-Za-z_]{1,32}[ \t]+)?$"
+)
+_DOC_WINDOW = 80
+_WORD_AFTER = re.compile(r"[ \t]+[a-z]{2,}")
+
+
+def _in_prose_or_docs(hit: Candidate, value: str) -> bool:
+    """`:param token: the token to use`, `# First pass: only look at …`, `Token: the smallest unit`."""
+    text = hit.match.string
+    start = hit.match.start()
+    line_start = text.rfind("\n", max(0, start - _DOC_WINDOW), start) + 1  # bounded: linear on one huge line
+    if _DOC_FIELD.search(text, max(line_start, start - _DOC_WINDOW), start):
+        return not is_high_entropy(value)
+    return value.isalpha() and value.islower() and _WORD_AFTER.match(text, hit.end) is not None
 
 
 _TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
@@ -299,12 +380,17 @@ _HEX_OR_UUID = re.compile(r"[0-9a-fA-F]{7,64}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){
 _VERSIONISH = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.][0-9A-Za-z.-]*)?")
 
 
+_WORDS_JOINED = re.compile(r"[a-z]{2,}[0-9]{0,2}(?:[-_./][a-z]{2,}[0-9]{0,2}){1,12}")
+
+
 def is_high_entropy(value: str) -> bool:
     """Random-looking: token characters only, ≥ 16 long, letters and digits, entropy ≥ 3.3 bits/char;
-    not a hex digest, git sha, UUID or version."""
+    not a hex digest, git sha, UUID, version or words joined by `-`/`_` (`types-auth0-python`)."""
     if not _TOKEN_CHARS.fullmatch(value) or _HEX_OR_UUID.fullmatch(value) or _VERSIONISH.fullmatch(value):
         return False
-    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+    if _WORDS_JOINED.fullmatch(value):
+        return False
+    if not (_DIGIT.search(value) and (_LOWER.search(value) or _UPPER.search(value))):
         return False
     return shannon_entropy(value) >= 3.3
 
@@ -315,7 +401,13 @@ def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
     value = hit.value
     name = hit.group("name")
     low = name.lower()
-    if "public" in low or "pub_key" in low or _path_like(value, config) or name_is_hashish(name):
+    if (
+        "public" in low
+        or "pub_key" in low
+        or "publishable" in low
+        or _path_like(value, config)
+        or name_is_hashish(name)
+    ):
         return False
     if not is_credential_value(hit, config):
         return False
@@ -362,6 +454,8 @@ def command_line_password(hit: Candidate, config: RedactionConfig) -> bool:
     `curl -u username:token` and `-u user:<password>` are placeholders."""
     value = hit.value.strip("'\"")
     if value.isdigit() or is_reference(value, hit.following) or is_placeholder(value):
+        return False
+    if value.isalpha() and value.islower():  # `the --password options`: prose about a flag
         return False
     return not looks_like_regex(value)
 

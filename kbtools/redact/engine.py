@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from kbtools.config import RedactionConfig
-from kbtools.redact.checks import Candidate
+from kbtools.redact.checks import Candidate, distinctive
 from kbtools.redact.rules import RULES, Rule
 
 # A line holding this marks a deliberate example: find_secrets (lint check 16) skips
@@ -161,7 +161,9 @@ class Redactor:
         for span in raw:
             if self.rules[span.rule].is_secret and span.end - span.start >= _ECHO_MIN:
                 value = text[span.start : span.end]
-                if not _NUMBER.fullmatch(value):  # a number elsewhere may be a bare JSON value, or anything
+                if text.find(value, span.end) == -1 and text.find(value, 0, span.start + len(value) - 1) == -1:
+                    continue  # the only occurrence
+                if _echo_worthy(value):
                     values.setdefault(value, span.rule)
         if not values:
             return []
@@ -187,10 +189,17 @@ class Redactor:
         for keyword in self._keywords.present(lower):
             woken.update(self._by_keyword[keyword])
         wanted = woken.intersection(indices) if len(indices) != len(self.rules) else woken
+        # An earlier rule already took this exact span (a token assigned to a secret name matches
+        # several assignment rules): a later one would only lose the tie, so its check is skipped.
+        taken: set[tuple[int, int]] = set()
         for index in sorted(wanted):
-            yield from self._rule_spans(text, lower if aligned else None, index, self.rules[index])
+            for span in self._rule_spans(text, lower if aligned else None, index, self.rules[index], taken):
+                taken.add((span.start, span.end))
+                yield span
 
-    def _rule_spans(self, text: str, lower: str | None, index: int, rule: Rule) -> Iterator[Span]:
+    def _rule_spans(
+        self, text: str, lower: str | None, index: int, rule: Rule, taken: set[tuple[int, int]] | None = None
+    ) -> Iterator[Span]:
         config = self.config
         if rule.finder is not None:
             for start, end in rule.finder(text, config):
@@ -212,6 +221,8 @@ class Redactor:
                 while end > start and text[end - 1] in rule.trim:
                     end -= 1
             if end <= start:
+                continue
+            if taken and (start, end) in taken:
                 continue
             if rule.accept is not None and not rule.accept(Candidate(match, start, end), config):
                 continue
@@ -321,6 +332,12 @@ def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[st
 _NUMBER = re.compile(r"[-+]?[0-9][0-9.eE+-]*")
 _ECHO_MIN = 8  # shorter values (`hunter2`) are too likely to occur by chance elsewhere
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _echo_worthy(value: str) -> bool:
+    """Distinctive enough that another occurrence is the same secret (not a number: maybe a bare
+    JSON value elsewhere; not a word or an identifier such as `identity`)."""
+    return not _NUMBER.fullmatch(value) and distinctive(value)
 
 
 def _bounded(text: str, start: int, end: int) -> bool:

@@ -47,7 +47,7 @@ SYNTAXES: tuple[Syntax, ...] = (
     Syntax("comparison", r"[ \t]{0,8}(?:===?|!==?)", 'if ({name} == "{value}")', quoted_value=True),
     Syntax("equals", r"[ \t]{0,8}=(?![=>~])", "{name}={value}"),
     Syntax("colon", r"[ \t]{0,8}:(?![:=])", "{name}: {value}"),
-    Syntax("subscript", r"\][ \t]{0,8}=(?![=>])", 'os.environ["{name}"] = "{value}"', quoted_key=True),
+    Syntax("subscript", r"\][ \t]{0,8}(?:\|\||[+?])?=(?![=>])", 'os.environ["{name}"] = "{value}"', quoted_key=True),
     Syntax("call-argument", r"[ \t]{0,4},", 'System.setProperty("{name}", "{value}")', quoted_key=True),
     Syntax(
         "xml-attribute-pair",
@@ -127,6 +127,7 @@ def assignment(name: str, *, slash: bool = False) -> str:
     not_after = r"(?![=:])" if slash else r"(?![=:/])"
     return (
         r"(?:(?P<lt><)|(?P<kq>\\?[\"']))?(?<![A-Za-z0-9_-])(?<![$%#]\{)"
+        r"(?!(?i:key|name)=\"[^\"<>]{0,256}\"[ \t\r\n]{1,16}(?:[Vv]alue|VALUE)=)"  # `key="…"` of a key/value pair
         rf"(?P<name>(?i:{name}))"
         r"(?:(?(lt)" + _XML_ELEMENT + r"|(?!))"
         r"|(?(lt)(?!))(?(kq)(?P=kq))" + _BINDINGS + not_after + r"[ \t]{0,8}" + _VALUE_PREFIX + _VALUE + r")"

@@ -602,8 +602,10 @@ def find_discord_bot_tokens(text: str, config: object) -> Iterator[tuple[int, in
     for m in _DISCORD_MIDDLE.finditer(text):
         start = m.start()
         while start > 0 and text[start - 1] in _B64URL and m.start() - start < 26:
+            if start > 1 and text[start - 2] == "\\" and text[start - 1] in "nrt":
+                break  # a JSON `\n` before the token
             start -= 1
-        if start > 0 and text[start - 1] in _B64URL:
+        if start > 0 and text[start - 1] in _B64URL and not (start > 1 and text[start - 2] == "\\"):
             continue
         head = text[start : m.start()]
         if not _DISCORD_ID.fullmatch(head):

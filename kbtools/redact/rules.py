@@ -65,7 +65,7 @@ from kbtools.redact.providers import NAMED, TOKENS, Named, Token, find_discord_b
 
 # `kb<N>`: this project's own sequence, distinct from the reference's `v<N>`, so a
 # ledger written by the reference pipeline is never mistaken for one redacted here.
-REDACTION_VERSION = "kb5"
+REDACTION_VERSION = "kb6"
 
 API_KEY = "<REDACTED_API_KEY>"
 TOKEN = "<REDACTED_TOKEN>"
@@ -400,10 +400,13 @@ RULES: tuple[Rule, ...] = (
         id="password-assignment",
         placeholder=PASSWORD,
         category=CREDENTIAL,
-        description="a value assigned to `*password*`, `*passwd*`, `*passphrase*`",
-        keywords=("password", "passwd", "passphrase"),
+        description="a value assigned to `*password*`, `*passwd*`, `*passphrase*`, `*_pass`, `*_pwd`",
+        keywords=("password", "passwd", "passphrase", "pass", "pwd"),
         anchor=NAME_CHARS,
-        pattern=assignment(r"[A-Za-z0-9_-]{0,64}?(?:password|passwd|passphrase)[A-Za-z0-9_-]{0,32}+"),
+        pattern=assignment(
+            r"[A-Za-z0-9_-]{0,64}?(?:(?:password|passwd|passphrase)[A-Za-z0-9_-]{0,32}+"
+            r"|(?:(?<![A-Za-z0-9])|(?<=[_-])|(?<=[a-z])(?-i:(?=[A-Z])))(?:pass|pwd)(?![A-Za-z0-9_-]))"
+        ),
         groups=_VALUE_GROUPS,
         accept=is_credential_value,
         json_quote=True,

@@ -245,6 +245,10 @@ ADVERSARIAL = {
     "pem-headers": "-----BEGIN RSA PRIVATE KEY-----\n" * 3_000,
     "colons": "fd00:" * 20_000,
     "dotted-names": "a.local." * 12_000,
+    "xml-element-runs": "<token>" * 14_000,
+    "call-argument-runs": '"token", ' * 11_000,
+    "yaml-colon-runs": "password: " * 10_000,
+    "equals-runs": "=" * 100_000,
 }
 
 
