@@ -1,7 +1,22 @@
-"""The ingest caches kept next to the ledgers: the ledger index and the dedup keys.
+"""The one door to every ingest cache, and the caches kept next to the ledgers.
 
-Each is a pure cache: a damaged, missing or foreign file is a miss, and the run does
-without it (see docs/performance.md).
+Everything ingest keeps or skips only for speed asks :func:`enabled`; with
+``KB_INGEST_NO_CACHE=1`` every one of them is off and the run reads and writes
+the ledgers the long way. The ledgers are the same either way (timestamps aside):
+the test suite runs ingest both ways and compares them.
+
+- the ledger index (:data:`LEDGER_INDEX_FILE`): where each row lies, so a rerun
+  neither scans nor parses the prior ledgers; with it go the byte-range copy of
+  a source's trusted candidate lines and the re-emission of a manifest line as
+  it was but for ``run_at``;
+- the dedup keys (:data:`KEY_CACHE_FILE`);
+- the stat cache: a source whose recorded version is unchanged is reused unread
+  (see reuse.may_reuse);
+- the extraction memos (kbtools.ingest.memo);
+- the derived filter's artifact index kept next to the ledgers.
+
+Each is a pure cache: a damaged, missing or foreign file is a miss, and the run
+does without it (see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -13,6 +28,14 @@ from typing import Any
 
 from kbtools.fsio import atomic_write_bytes, stat_key
 from kbtools.ingest.rows import SCHEMA_KEY
+
+NO_CACHE_ENV = "KB_INGEST_NO_CACHE"
+
+
+def enabled() -> bool:
+    """Whether ingest may use its caches (``KB_INGEST_NO_CACHE=1`` turns them all off)."""
+    return os.environ.get(NO_CACHE_ENV, "") != "1"
+
 
 # What the duplicate marking needs of each stored candidate, by the rows_digest of
 # its source's lines: a pure cache (same digest, same bytes, same keys), so an
@@ -59,6 +82,8 @@ def checksum(payload: bytes) -> int:
 def read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
     """What :func:`write_cache` stored in ``path`` in format ``fmt``; None when the file is
     absent, damaged or of another format (a cache miss)."""
+    if not enabled():
+        return None
     try:
         found, stored, payload = marshal.loads(path.read_bytes())
         if found != fmt or stored != checksum(payload):
@@ -70,6 +95,8 @@ def read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
 
 def write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
     """``data`` (marshallable) into ``path`` with its format and checksum; a failure is ignored."""
+    if not enabled():
+        return
     payload = marshal.dumps(data)
     try:
         atomic_write_bytes(path, [marshal.dumps((fmt, checksum(payload), payload))], durable=False)

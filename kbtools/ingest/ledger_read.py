@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from kbtools.ingest import caches
 from kbtools.ingest.caches import LedgerIndex, read_key_cache, read_ledger_index
 from kbtools.ingest.hashing import hashed_identity_key
 from kbtools.ingest.ledger import Row, Segment, candidate_keys, ledger_path, lines_of, open_ledger, restamped, stat_json
@@ -175,6 +176,8 @@ class PriorState:
                 found = len(spans) - 1 if spans is not None else len(candidates.get(digest.source_key, ()))
                 if found == count and (count > 0 or digest.source_key in rejected):
                     group[i] = make((*digest[:_COMPLETE], True, *digest[_COMPLETE + 1 :]))  # _replace, faster
+        if not caches.enabled():
+            return  # no stat cache: every source is read
         self.by_locator = {
             d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
         }

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.fsio import pwrite_all
+from kbtools.ingest import caches
 from kbtools.ingest.caches import checksum, read_cache, write_cache
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
 from kbtools.ingest.rows import ordered
@@ -227,6 +228,9 @@ class MemoStore:
                     os.unlink(directory / name)
                 except OSError:
                     pass
+        if not caches.enabled():
+            store._broken = True  # no memo is read or kept
+            return store
         try:
             store._read_fd = os.open(directory / MEMO_FILE, os.O_RDONLY)
         except OSError:

@@ -103,7 +103,7 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
     from kbtools.derived.filter import DerivedFilter
 
     # On --write the index is kept next to the ledgers and reused while no artifact changed.
-    cache_dir = request.output_dir if request.write and request.output_dir.is_dir() else None
+    cache_dir = request.output_dir if request.write and request.output_dir.is_dir() and caches.enabled() else None
     derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold, cache_dir=cache_dir)
     settings = {k: redactor.redact(v).text if isinstance(v, str) else v for k, v in derived.settings.items()}
     settings.setdefault("enabled", True)

@@ -135,3 +135,16 @@ def hindsight() -> Iterator[tuple[str, type[FakeHindsight]]]:
     state = type("Hindsight", (FakeHindsight,), {"memories": []})
     with HindsightServer(handler=state.handle) as server:
         yield server.url, state
+
+
+@pytest.fixture(params=["cached", "uncached"])
+def cache_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that uses it runs twice: with ingest's caches, and with all of them off
+    (``KB_INGEST_NO_CACHE=1``, see kbtools/ingest/caches.py)."""
+    from kbtools.ingest.caches import NO_CACHE_ENV
+
+    if request.param == "uncached":
+        monkeypatch.setenv(NO_CACHE_ENV, "1")
+    else:
+        monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    return str(request.param)

@@ -16,6 +16,11 @@ from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_json
 from tests.testing.cli import kb_command, run_kb
 from tests.testing.sessions import age, assistant, user, write_lines, write_omp_advisor, write_omp_session
 
+# Every test here runs with ingest's caches and without them (see conftest.cache_mode).
+pytestmark = pytest.mark.usefixtures("cache_mode")
+# A test of a cache itself runs with the caches only.
+CACHED_ONLY = pytest.mark.parametrize("cache_mode", ["cached"], indirect=True)
+
 
 def omp_session(env: IngestEnv, **kwargs: object):
     return write_omp_session(env.omp, tech_turn(), session_id="session-private", cwd="/home/a/proj", **kwargs)
@@ -33,6 +38,7 @@ def test_dry_run_creates_nothing_and_reports_the_same_counts_as_a_write(env: Ing
     assert wet["processed"] == 1 and wet["candidates"] == 1
 
 
+@CACHED_ONLY
 def test_write_makes_private_dirs_and_files_and_hashes_identities(env: IngestEnv) -> None:
     omp_session(env)
     env.run()
@@ -544,6 +550,7 @@ def test_jobs_give_the_same_ledgers_as_one_process(env: IngestEnv, tmp_path: Pat
         assert strip == [{k: v for k, v in r.items() if k != "run_at"} for r in read_jsonl(two / f"{name}.jsonl")]
 
 
+@CACHED_ONLY
 def test_an_unchanged_file_is_reused_without_being_read(env: IngestEnv) -> None:
     path = omp_session(env)
     age(path)

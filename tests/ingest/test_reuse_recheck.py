@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv, tech_turn
 from tests.testing.sessions import age, assistant, user, write_omp_session
+
+# Every test here runs with ingest's caches and without them (see conftest.cache_mode).
+pytestmark = pytest.mark.usefixtures("cache_mode")
+# A test of a cache itself runs with the caches only.
+CACHED_ONLY = pytest.mark.parametrize("cache_mode", ["cached"], indirect=True)
 
 PAGE_BODY = (
     "Pinning the TypeScript compiler in CI keeps the build reproducible: the lockfile records the exact "
@@ -12,6 +19,7 @@ PAGE_BODY = (
 )
 
 
+@CACHED_ONLY
 def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(env: IngestEnv) -> None:
     session = write_omp_session(env.omp, [user(TECH_PROMPT), assistant(PAGE_BODY), *tech_turn()], session_id="s1")
     age(session)  # old enough for the stat cache: the source is reused unread
@@ -45,6 +53,7 @@ def test_a_page_written_after_ingest_drops_the_reused_candidate_that_quotes_it(e
     assert env.rows("manifest", tool="omp")[0]["rows_digest"] == row["rows_digest"]
 
 
+@CACHED_ONLY
 def test_dedup_counts_are_the_same_from_the_key_cache_from_the_lines_and_from_a_damaged_cache(
     env: IngestEnv,
 ) -> None:
