@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, temp_path_for, write_all
+from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, temp_path_for, write_all
 from kbtools.ingest.caches import write_ledger_index
 from kbtools.ingest.ledger import Row, Segment, crash_point, ledger_path
 from kbtools.ingest.ledger_read import manifest_entry
@@ -220,7 +220,7 @@ class WriteSink(LedgerSink):
         for name in LEDGERS:
             path = ledger_path(output_dir, name)
             tmp = temp_path_for(path)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             self._temps[name] = tmp
             if name == "candidates":
                 self._candidates = _BackgroundWriter(fd)
@@ -327,7 +327,7 @@ class WriteSink(LedgerSink):
         for name in COMMIT_ORDER:
             lines = self._pending[name]
             path = ledger_path(self.output_dir, name, partial=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
             try:
                 write_all(fd, b"".join(lines))
                 os.fsync(fd)
@@ -370,11 +370,22 @@ class WriteSink(LedgerSink):
         )
 
     def abort(self) -> None:
+        """Every temp file closed and removed; what cannot be written now (a full disk) is
+        dropped, never raised over the error that aborted the run."""
         if self._candidates is not None:
-            self._candidates.close()
+            try:
+                self._candidates.close()
+            except OSError:
+                pass
             self._candidates = None
         for out in self._final.values():
-            out.close()
+            try:
+                out.close()
+            except OSError:
+                pass  # its buffer could not be written: the file goes anyway
         self._final.clear()
         for tmp in self._temps.values():
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from kbtools.errors import KbError
-from kbtools.fsio import PRIVATE_FILE_MODE, ensure_private_dir
+from kbtools.fsio import check_private_dir, ensure_private_dir, open_private, refuse_symlinks_in
 from kbtools.ingest.ledger import LOCK_FILE
 
 
@@ -23,8 +23,12 @@ class IngestLock:
 
         path = output_dir / LOCK_FILE
         try:
+            # Nothing written through a symlink, nothing into another user's folder.
+            check_private_dir(output_dir, "ingest output folder")
             ensure_private_dir(output_dir)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+            check_private_dir(output_dir, "ingest output folder")
+            refuse_symlinks_in(output_dir)
+            fd = open_private(path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise KbError(f"cannot create the output directory: {exc.strerror or exc}", str(output_dir)) from None
         try:

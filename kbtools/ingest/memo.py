@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbtools.fsio import pwrite_all
+from kbtools.fsio import open_private, pwrite_all
 from kbtools.ingest import caches
 from kbtools.ingest.caches import checksum, read_cache, write_cache
 from kbtools.ingest.candidates import KeptRecord, SourceMeta, source_fields
@@ -291,7 +291,7 @@ class MemoStore:
             return
         try:
             if self._write_fd < 0:
-                self._write_fd = os.open(self.directory / MEMO_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+                self._write_fd = open_private(self.directory / MEMO_FILE, os.O_RDWR | os.O_CREAT)
                 if os.fstat(self._write_fd).st_size != self._size:
                     raise OSError("the memo file changed since it was opened")  # offsets would not hold
             pwrite_all(self._write_fd, data, self._size)
@@ -305,7 +305,8 @@ class MemoStore:
         offset = 0
         source = self._write_fd if self._write_fd >= 0 else self._read_fd
         tmp = self.directory / f".{MEMO_FILE}.tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        tmp.unlink(missing_ok=True)  # a killed run's, or a planted symlink: never written through
+        fd = open_private(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL)
         try:
             for key, (at, length, crc) in self.kept.items():
                 blob = os.pread(source, length, at) if source >= 0 else b""

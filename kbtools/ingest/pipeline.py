@@ -238,9 +238,15 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
     run_at = iso_moment(started)
     config = request.config
     redactor = Redactor(config.redaction)
-    derived, derived_settings, warnings = load_derived_filter(request, redactor)
     out = request.output_dir
+    # The lock first: it checks the output folder before anything is written into it.
     lock = IngestLock(out) if request.write else None
+    try:
+        derived, derived_settings, warnings = load_derived_filter(request, redactor)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     prior = PriorState()
     memos = MemoStore(out)
     sink: LedgerSink = LedgerSink()
@@ -289,10 +295,16 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
             if identity in state.seen:
                 continue
             for digest in group:
-                if digest.source_key in state.emitted or dropped_on_carry(digest, scanned_prompt_tools):
+                if digest.source_key in state.emitted or dropped_on_carry(
+                    digest, scanned_prompt_tools, state.failed_tools
+                ):
                     continue
-                if digest.parse_status == "failed" and identity in state.discovered:
-                    continue  # an old failure of a source that failed again (or differently) now
+                if digest.parse_status == "failed" and (
+                    identity in state.discovered or digest.tool in state.read_tools
+                ):
+                    # An old failure of a source that failed again (or differently) now, or of
+                    # a store read this run (a transient "database is locked"): not carried.
+                    continue
                 # A store that failed this run may be back next run: its rows are kept.
                 if request.prune and digest.tool not in state.failed_tools:
                     counts.pruned += 1
@@ -347,6 +359,7 @@ class _RunState:
         self.seen: set[str] = set()
         self.discovered: set[str] = set()
         self.failed_tools: set[str] = set()
+        self.read_tools: set[str] = set()  # tools with a source read (or reused) without failing
         self.emitted: set[str] = set()
         self.prompt_tools: set[str] = set()
         self.last_key = ""
@@ -367,6 +380,15 @@ class _RunState:
         if not outcome.failed:
             # A failed read does not supersede what earlier runs kept of this source.
             self.seen.add(outcome.identity)
+            tool = (
+                outcome.reuse.tool
+                if outcome.reuse is not None
+                else outcome.rows.manifest["tool"]
+                if outcome.rows
+                else ""
+            )
+            if tool and (outcome.rows is None or outcome.rows.manifest["format"] != "unavailable"):
+                self.read_tools.add(tool)
         if outcome.reuse is not None:
             # Resuming an interrupted run: what it processed counts as processed, so
             # the ledgers equal those of an uninterrupted run.

@@ -15,6 +15,8 @@ from kbtools.ingest.control_plane import FILTER_VERSION
 from kbtools.ingest.dedup import DedupKey, StoredKeys
 from kbtools.ingest.extract import (
     INTERNAL_FILTERED,
+    NO_KNOWLEDGE,
+    NOT_SCANNED,
     ProcessContext,
     _derived_event,
     _slugs,
@@ -60,6 +62,13 @@ def prior_rows(
         else None
     )
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
+    if skip_reason is None and digest.skip_reason == NOT_SCANNED:
+        # Found again: its reason is its own again, not the carry-forward's.
+        skip_reason = (
+            ""
+            if digest.candidate_count
+            else next((str(r["reason"]) for r in rejected if r.get("reason") != INTERNAL_FILTERED), NO_KNOWLEDGE)
+        )
     events = prior.rows_for("events", digest.source_key)
     dropped = 0
     redacted = False
@@ -306,10 +315,13 @@ def rows_digest(lines: Iterable[bytes], derived_key: str) -> str:
     return digest.hexdigest()
 
 
-def dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str]) -> bool:
-    """Prior rows that describe no source any more."""
+def dropped_on_carry(digest: PriorSource, scanned_prompt_tools: set[str], unread_tools: set[str]) -> bool:
+    """Prior rows that describe no source any more (``unread_tools``: tools whose store
+    could not be read on this run, so that nothing is known about their sources)."""
     if digest.tool == "omp" and digest.record_type == "advisor":
-        return True  # a deleted advisor file leaves the ledger
+        # A deleted advisor file leaves the ledger; one of a store that is not there
+        # (moved, an unset variable) stays, as its session's rows do.
+        return digest.tool not in unread_tools
     if digest.format == "unavailable":
         return True  # a placeholder for a missing store path, not a source
     # The older prompt-history scheme keyed the file by its content hash.
