@@ -35,19 +35,21 @@ def _sessions(env: IngestEnv, count: int) -> list[Path]:
 
 
 def _grow(path: Path, i: int) -> None:
-    # The session written here is aged too: a file younger than the racy-mtime window gets no
-    # stat key, and whether a later run still sees it as young would depend on the machine's speed.
+    """The session of ``path`` with a turn more, written over it and aged like the others: a file
+    younger than the racy-mtime window gets no stat key, and whether a later run still sees it as
+    young would depend on the machine's speed."""
     written = write_omp_session(
-        path.parent,
-        [
+        path.parent.parent,
+        dir_name=path.parent.name,
+        messages=[
             *_turn(i),
             user(f"{TECH_PROMPT} again ({i})"),
             assistant(f"The second fix pins the compiler version in CI as well ({i})."),
         ],
         session_id=f"s{i}",
     )
+    assert written == path  # the same file: its name comes from the session id and start
     age(written)
-    age(path)
 
 
 def _without_run_at(path: Path) -> list[dict[str, object]]:
