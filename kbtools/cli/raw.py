@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         every entry exists, raw frontmatter complete. No git: works on an export or tarball too (`kb lint` adds
         the history checks)."""
         from kbtools.cli.lint import failure_text, render
-        from kbtools.kb.raw_add import verify_raw
+        from kbtools.lint.engine import verify_raw
 
         check_format(output_format, ("text", "json"))
         _, layout = open_kb(root)

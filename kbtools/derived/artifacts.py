@@ -1,5 +1,5 @@
-"""Which files are artifacts: every ``.md`` under the notes folder (none inside
-a dot-folder) and the files matching the ``derived.skills`` globs (default
+"""Which files are artifacts: every note (as :mod:`kbtools.kb.tree` defines them: ``.md``
+under the notes folder, no draft ``_…`` and nothing hidden) and the files matching the ``derived.skills`` globs (default
 ``skills/**/SKILL.md``, ``.claude/skills/**/SKILL.md``, ``.agents/skills/**/SKILL.md``).
 
 Apart from :mod:`kbtools.derived.manifest`: a run whose derived index is cached
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kbtools.kb.layout import Layout
+from kbtools.kb.tree import layer_entry, scan_layer
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -40,19 +41,15 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def is_artifact_path(layout: Layout, rel_path: str) -> bool:
     """``rel_path`` (POSIX, relative to the KB root) is a note or a skill."""
     notes = layout.rel(layout.note_root).rstrip("/") + "/"
-    path = PurePosixPath(rel_path)
-    if (
-        rel_path.startswith(notes)
-        and path.suffix == ".md"
-        and not any(part.startswith(".") for part in PurePosixPath(rel_path[len(notes) :]).parts)
-    ):
+    if rel_path.startswith(notes) and layer_entry(rel_path[len(notes) :]) is not None:
         return True
     return any(_glob_regex(g).fullmatch(rel_path) for g in layout.config.derived.skills)
 
 
 def current_artifact_files(layout: Layout) -> Iterator[Path]:
     """The notes and skills in the working tree, each once, in a stable order."""
-    found: set[Path] = set(markdown_files(layout.note_root)) if layout.note_root.is_dir() else set()
+    # The notes as lint sees them (kbtools.kb.tree): not drafts (`_…`), not hidden.
+    found: set[Path] = {note.path for note in scan_layer(layout.note_root).files}
     for pattern in layout.config.derived.skills:
         for path in layout.root.glob(pattern):
             if path.is_file():

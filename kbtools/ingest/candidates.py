@@ -215,13 +215,12 @@ class NoteIndex(NamedTuple):
     @classmethod
     def load(cls, note_root: Path) -> NoteIndex:
         index: dict[str, set[str]] = {}
-        try:
-            paths = sorted(note_root.rglob("*.md"))
-        except OSError:
-            paths = []
-        for path in paths:
+        from kbtools.kb.tree import scan_layer
+
+        # The notes and slugs lint knows (kbtools.kb.tree): drafts and hidden files are not notes.
+        for note in scan_layer(note_root).files:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = note.path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
             body, head = text, ""
@@ -230,7 +229,7 @@ class NoteIndex(NamedTuple):
                 head = " ".join(m.group(1) for m in _TITLE.finditer(match.group(1)))
                 body = text[match.end() :]
             for word in keywords(f"{head} {head} {body}", NOTE_KEYWORDS):
-                index.setdefault(word, set()).add(path.stem)
+                index.setdefault(word, set()).add(note.slug)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
 
     def key(self) -> str:

@@ -20,7 +20,8 @@ from kbtools.errors import KbError
 from kbtools.ingest.ledger import iter_ledger, ledger_path
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import append_manifest_line, sha256_bytes
-from kbtools.kb.raw_add import LOCALE_PATTERN, SLUG_PATTERN
+from kbtools.kb.raw_add import LOCALE_PATTERN
+from kbtools.kb.tree import SLUG_PATTERN, layer_path
 
 MIN_PREFIX = 8
 TITLE_CHARS = 80
@@ -116,7 +117,7 @@ def promote(
         "user_goal": redact(str(candidate.get("user_goal", ""))),
     }
     data = raw_document(candidate, captured_at=now or datetime.now(UTC)).encode("utf-8")
-    path = layout.raw_root / locale / f"{slug}.md"
+    path = layer_path(layout.raw_root, locale, slug)
     rel = f"{locale}/{slug}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

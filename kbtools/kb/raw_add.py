@@ -25,19 +25,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kbtools.errors import KbError
 from kbtools.fsio import atomic_write_bytes
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import ManifestAppender, sha256_bytes
-from kbtools.kb.tree import scan_layer
-
-if TYPE_CHECKING:
-    from kbtools.lint.engine import LintReport
+from kbtools.kb.tree import SLUG_PATTERN, layer_path, scan_layer
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 LOCALE_PATTERN = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*")
 DEFAULT_SOURCE_TYPE = "file"
 REQUIRED_FIELDS = ("title", "capturedAt", "sourceType", "sourceUrl", "immutable")
@@ -204,7 +199,7 @@ def _plan_one(
             + body
         )
     rel = f"{locale}/{new_slug}.md"
-    path = layout.raw_root / locale / f"{new_slug}.md"
+    path = layer_path(layout.raw_root, locale, new_slug)
     addition = RawAddition(
         source=source,
         slug=new_slug,
@@ -265,13 +260,3 @@ def _write_new(path: Path, data: bytes) -> None:
             fh.write(data)
     except FileExistsError:
         raise KbError("raw file already exists; raw evidence is never overwritten", str(path)) from None
-
-
-def verify_raw(layout: Layout) -> LintReport:
-    """Checks 1-5 and 8 of `kb lint` (manifest, files, hashes, frontmatter), without git."""
-    from kbtools.lint.context import build_context
-    from kbtools.lint.engine import LintMode, lint_report
-    from kbtools.lint.raw import check_raw
-
-    ctx = build_context(layout, LintMode(), frozenset())  # no family needing git: no history loaded
-    return lint_report(check_raw(ctx), len(ctx.raw.files), 0)

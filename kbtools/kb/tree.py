@@ -16,15 +16,48 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["KbFile", "Layer", "layer_from_paths", "read_regular", "scan_layer"]
+__all__ = [
+    "SLUG_PATTERN",
+    "KbFile",
+    "Layer",
+    "layer_entry",
+    "layer_from_paths",
+    "layer_path",
+    "read_regular",
+    "scan_layer",
+]
 
 MARKDOWN_SUFFIX = ".md"
+# A slug kb writes itself (kb raw add, kb promote): lowercase kebab-case. Slugs it reads may be
+# anything a file name allows (the reference KB has `plugin_lifecycle_management_blog`).
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def layer_entry(rel: str) -> tuple[str, str] | None:
+    """``(locale, slug)`` of the file at ``rel`` (POSIX, relative to a layer root) when it is a
+    note or raw source of that layer, else None — the rule of the module docstring, for
+    callers that meet paths one at a time (a git diff, a staged file list, the derived filter)."""
+    if not rel.endswith(MARKDOWN_SUFFIX):
+        return None
+    parts = rel.split("/")
+    if any(not part or part[0] in "_." for part in parts):
+        return None
+    if len(parts) == 1:
+        return "", rel[: -len(MARKDOWN_SUFFIX)]
+    return parts[0], "/".join(parts[1:])[: -len(MARKDOWN_SUFFIX)]
+
+
+def layer_path(root: Path, locale: str, slug: str) -> Path:
+    """Where the file of ``slug`` in ``locale`` lives under the layer ``root`` ("" = no locale)."""
+    name = slug + MARKDOWN_SUFFIX
+    return root / locale / name if locale else root / name
 
 
 class KbFile(NamedTuple):  # a tuple: 12,000 of them are built per lint, frozen dataclasses cost 3x
@@ -107,13 +140,8 @@ def layer_from_paths(root: Path, paths: Iterable[str], symlinks: Iterable[str] =
     base = str(root)
     files: list[KbFile] = []
     for rel in paths:
-        if not rel.endswith(MARKDOWN_SUFFIX):
-            continue
-        parts = rel.split("/")
-        if any(not part or part[0] in "_." for part in parts):
-            continue
-        locale = parts[0] if len(parts) > 1 else ""
-        slug = "/".join(parts[1:] if locale else parts)[: -len(MARKDOWN_SUFFIX)]
-        files.append(KbFile(rel, locale, slug, os.path.join(base, rel)))
+        entry = layer_entry(rel)
+        if entry is not None:
+            files.append(KbFile(rel, entry[0], entry[1], os.path.join(base, rel)))
     files.sort(key=lambda f: f.rel)
     return Layer(root, tuple(files), frozenset(symlinks))

@@ -10,7 +10,7 @@ from kbtools.lint.context import LintContext, build_context
 from kbtools.lint.history import LintMode
 from kbtools.lint.problem import CHECKS, FAMILIES, Problem, sort_key
 
-__all__ = ["FAMILIES", "LintMode", "LintReport", "changed_lines", "lint_report", "run_lint"]
+__all__ = ["FAMILIES", "LintMode", "LintReport", "changed_lines", "lint_report", "run_lint", "verify_raw"]
 
 ChangedLines = Iterator[tuple[str, list[tuple[int, str]]]]
 
@@ -56,6 +56,14 @@ def _problems(ctx: LintContext, selected: frozenset[str]) -> list[Problem]:
     if "secrets" in selected and ctx.repo.usable:
         problems += _check_secrets(ctx)
     return problems
+
+
+def verify_raw(layout: Layout) -> LintReport:
+    """Checks 1-5 and 8 of `kb lint` (manifest, files, hashes, frontmatter), without git (`kb raw verify`)."""
+    from kbtools.lint.raw import check_raw
+
+    ctx = build_context(layout, LintMode(), frozenset())  # no family needing git: no history loaded
+    return lint_report(check_raw(ctx), len(ctx.raw.files), 0)
 
 
 def lint_report(

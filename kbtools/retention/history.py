@@ -15,10 +15,10 @@ from pathlib import Path
 from kbtools.errors import KbError
 from kbtools.gitio import BlobReader, GitFailed, git, repo_state
 from kbtools.kb.layout import Layout
+from kbtools.kb.tree import layer_entry
 from kbtools.retention.gate import Verdict, compare, grade, with_moves
 from kbtools.retention.taxonomy import Identifier, Taxonomy
 
-NOTE_SUFFIXES = (".md", ".mdx")  # the note root also holds the artifact manifest
 PROBE_THRESHOLDS = (1, 2, 3, 4, 5)
 
 
@@ -132,8 +132,9 @@ def parse_raw_diff(output: str) -> Iterator[NoteChange]:
             )
 
 
-def _is_note(change: NoteChange) -> bool:
-    return change.path.endswith(NOTE_SUFFIXES)
+def _is_note(change: NoteChange, prefix: str) -> bool:
+    """A note as lint sees them (kbtools.kb.tree): not a draft, not hidden, not the artifact manifest."""
+    return change.path.startswith(prefix) and layer_entry(change.path[len(prefix) :]) is not None
 
 
 def _note_pathspec(layout: Layout) -> str:
@@ -153,12 +154,13 @@ def staged_changes(layout: Layout) -> list[NoteChange]:
     pathspec = _note_pathspec(layout)
     if _head(layout.root) is None:
         names = git(["ls-files", "-z", "--", pathspec], layout.root)
-        return [NoteChange("A", None, p, None, None) for p in names.split("\0") if p.endswith(NOTE_SUFFIXES)]
+        added = (NoteChange("A", None, p, None, None) for p in names.split("\0") if p)
+        return [c for c in added if _is_note(c, pathspec + "/")]
     out = git(
         ["diff", "--cached", "--raw", "-z", "--no-abbrev", "-M", "--no-ext-diff", "--relative", "HEAD", "--", pathspec],
         layout.root,
     )
-    return [c for c in parse_raw_diff(out) if _is_note(c)]
+    return [c for c in parse_raw_diff(out) if _is_note(c, pathspec + "/")]
 
 
 def check_staged(layout: Layout, *, threshold: int, extractor: Taxonomy) -> StagedReport:
@@ -224,7 +226,7 @@ def history_changes(layout: Layout, rev_range: str) -> Iterator[NoteChange]:
             f"cannot read history: {exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else exc}", rev_range
         ) from None
     for change in parse_raw_diff(out):
-        if _is_note(change):
+        if _is_note(change, _note_pathspec(layout) + "/"):
             yield change
 
 
