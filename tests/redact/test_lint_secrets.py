@@ -101,3 +101,24 @@ def test_line_numbers_follow_gaps_between_changed_lines():
     token = make_secret("npm", 8)
     changes = [("n.md", [(1, "intro"), (2, "more"), (40, f"later {token}"), (41, "end")])]
     assert [p.line for p in secret_problems(changes)] == [40]
+
+
+def test_course_notes_with_secret_look_alikes_lint_clean_and_a_real_password_does_not(kb):
+    """Issue 14 item 3: a language constant, a regex, a `${DB_PASSWORD:123456}`-style placeholder
+    with a default, a placeholder token and `--user 1000:1000` are not secrets; a password on a
+    command line is."""
+    look_alikes = [
+        'public static final String PASSWORD = "password";',
+        'PASSWORD_REGEX = "^(?=.*[A-Z])(?=.*\\d).{8,}$"',
+        "spring.datasource.password=${DB_PASSWORD:123456}",
+        "GITHUB_TOKEN=" + "gh" + "p_" + "x" * 36,
+        "docker run --user 1000:1000 -v data:/data app",
+    ]
+    for i, line in enumerate(look_alikes):
+        _note_with(kb, f"course-{i}", line)
+    assert run_kb("lint", "--only", "secrets", cwd=kb.root).code == 0
+    password = make_secret("password", 9)
+    _, where = _note_with(kb, "mysql-notes", f"mysql -h db -u app -p{password} shop")
+    result = run_kb("lint", "--only", "secrets", cwd=kb.root)
+    assert result.code == 1 and f"secret in {where} (command-line-password)" in result.err
+    assert password not in result.out + result.err
