@@ -104,8 +104,11 @@ def _file_chunks(path: str) -> Iterator[bytes]:
 
 def _drain(fd: int, size: int) -> Iterator[bytes]:
     try:
-        if size <= CHUNK:  # the common case: one read
-            yield os.read(fd, CHUNK + 1)
+        if size < CHUNK:  # the common case: one read of the right size (a larger buffer costs a copy)
+            data = os.read(fd, size + 1)
+            yield data
+            if len(data) <= size:
+                return  # at the end: no second read
         while True:
             piece = os.read(fd, CHUNK)
             if not piece:
