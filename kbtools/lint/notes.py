@@ -70,12 +70,19 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
     indented code, code spans and HTML comments is not a link.
 
     Cost is kept to what can hold a link: a body without ``](`` or ``]:`` is not parsed at
-    all (markdown-it is imported on first use), and after the block pass only the
-    paragraphs and headings that contain a bracket are parsed inline."""
+    all (markdown-it is imported on first use); a body with nothing that makes a block that
+    hides links (no fence, no indented line, no ``<``, no reference definition) is split into
+    paragraphs at blank lines without the block pass; and only paragraphs that contain
+    ``](`` (or a bracket, when definitions exist) are parsed inline."""
     if "](" not in body and "]:" not in body:
         return
     md = _markdown()
     env: dict[str, Any] = {}
+    if not _HIDING_BLOCK.search(body):
+        for line, text in _paragraphs(body, first_line):
+            if "](" in text:
+                yield from _inline_links(md, env, text, line, set())
+        return
     tokens = md.parse(body, env)
     references = bool(env.get("references"))
     used: set[str] = set()
@@ -83,22 +90,44 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
         if token.type != "inline" or token.map is None:
             continue
         text = token.content
-        if "](" not in text and not (references and "]" in text):
-            continue
-        children: list[Any] = []
-        md.inline.parse(text, md, env, children)
-        line = first_line + token.map[0]
-        for child in children:
-            if child.type in ("softbreak", "hardbreak"):
-                line += 1
-            elif child.type == "link_open" or child.type == "image":
-                target = str(child.attrs.get("href" if child.type == "link_open" else "src", ""))
-                used.add(target)
-                yield line, target
+        if "](" in text or (references and "]" in text):
+            yield from _inline_links(md, env, text, first_line + token.map[0], used)
     for definition in env.get("references", {}).values():
         target = str(definition.get("href", ""))
         if target not in used:  # an unused definition still names a target that must resolve
             yield first_line + (definition.get("map") or [0])[0], target
+
+
+# What can make a block in which a `[x](y)` is not a link (or a definition elsewhere): a code
+# fence, an indented line (code, or a list continuation), HTML (blocks, comments), `]:`.
+_HIDING_BLOCK = re.compile(r"```|~~~|<|\]:|^(?: {4}|\t)", re.MULTILINE)
+
+
+def _paragraphs(body: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """``(line of its first line, text)`` of each run of non-blank lines."""
+    start, lines = first_line, list[str]()
+    for offset, line in enumerate(body.split("\n")):
+        if line.strip():
+            if not lines:
+                start = first_line + offset
+            lines.append(line)
+        elif lines:
+            yield start, "\n".join(lines)
+            lines = []
+    if lines:
+        yield start, "\n".join(lines)
+
+
+def _inline_links(md: Any, env: dict[str, Any], text: str, line: int, used: set[str]) -> Iterator[tuple[int, str]]:
+    children: list[Any] = []
+    md.inline.parse(text, md, env, children)
+    for child in children:
+        if child.type in ("softbreak", "hardbreak"):
+            line += 1
+        elif child.type == "link_open" or child.type == "image":
+            target = str(child.attrs.get("href" if child.type == "link_open" else "src", ""))
+            used.add(target)
+            yield line, target
 
 
 _MARKDOWN: Any = None
