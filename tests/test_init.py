@@ -44,7 +44,10 @@ def test_init_writes_layout_contract_empty_manifest_index_log_and_hook_config(tm
     assert ".agent/" in (kb / ".gitignore").read_text().splitlines()
     hooks = _hooks_repo(kb)
     assert [h["id"] for h in hooks["hooks"]] == list(scaffold.ENABLED_HOOK_IDS)
-    assert hooks["repo"] == scaffold.HOOKS_REPO_PLACEHOLDER
+    # Where this kb was installed from decides (an editable checkout, as in development: local hooks).
+    source = scaffold.installed_hooks_source(scaffold.read_direct_url())
+    assert hooks["repo"] == (source.repo or "local") and hooks.get("rev") == source.rev
+    assert "hooks in .pre-commit-config.yaml run " in result.out
 
 
 def test_scaffolded_kb_lints_clean_before_and_after_its_first_commit(tmp_path):
@@ -133,16 +136,53 @@ def test_local_hooks_config_runs_kb_of_the_environment(tmp_path):
 
 def test_hooks_repo_and_rev_options_fill_the_remote_config(tmp_path):
     kb = tmp_path / "kb"
-    assert run_kb("init", str(kb), "--hooks-repo", "https://example.org/kbtools", "--hooks-rev", "v9").code == 0
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    result = run_kb("init", str(kb), "--hooks-repo", "https://example.org/kbtools", "--hooks-rev", sha)
+    assert result.code == 0, result.err
     repo = _hooks_repo(kb)
-    assert (repo["repo"], repo["rev"]) == ("https://example.org/kbtools", "v9")
+    assert (repo["repo"], repo["rev"]) == ("https://example.org/kbtools", sha)
+    assert f"run https://example.org/kbtools at {sha}" in result.out
+
+
+def test_hooks_repo_without_a_rev_is_refused_before_anything_is_written(tmp_path):
+    result = run_kb("init", str(tmp_path / "kb"), "--hooks-repo", "https://example.org/kbtools")
+    assert result.code == 2 and "give --hooks-repo and --hooks-rev together" in result.err
+    assert not (tmp_path / "kb").exists()
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        # PEP 610 (packaging.python.org, "Recording the Direct URL Origin of installed distributions"):
+        # `pip install git+https://host/kbtools@<rev>` records the url without `git+` and the commit.
+        (
+            {"url": "https://host.example/kbtools", "vcs_info": {"vcs": "git", "commit_id": "ab" * 20}},
+            scaffold.HooksSource("https://host.example/kbtools", "ab" * 20),
+        ),
+        ({"url": "file:///src/kbtools", "dir_info": {"editable": True}}, scaffold.LOCAL_HOOKS),
+        ({"url": "https://host.example/kbtools-0.1.0.tar.gz", "archive_info": {}}, scaffold.LOCAL_HOOKS),
+        # The hooks manifest is at the repository's top: a package in a sub-folder is not a hooks repository.
+        (
+            {
+                "url": "https://host.example/mono",
+                "vcs_info": {"vcs": "git", "commit_id": "ab" * 20, "subdirectory": "kb"},
+            },
+            scaffold.LOCAL_HOOKS,
+        ),
+        (
+            {"url": "https://host.example/kbtools", "vcs_info": {"vcs": "hg", "commit_id": "ab" * 20}},
+            scaffold.LOCAL_HOOKS,
+        ),
+        (None, scaffold.LOCAL_HOOKS),
+    ],
+)
+def test_kb_init_pins_the_hooks_to_the_commit_kbtools_was_installed_from(direct_url, expected):
+    assert scaffold.installed_hooks_source(direct_url) == expected
 
 
 def test_scaffold_hook_list_matches_the_published_hooks_manifest():
     published = YAML(typ="safe").load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert [(h["id"], h["name"], h["entry"]) for h in published] == [
-        (h.id, h.name, h.entry) for h in scaffold.FRAMEWORK_HOOKS
-    ]
+    assert published == [h.manifest_fields() for h in scaffold.FRAMEWORK_HOOKS]
 
 
 def test_this_repository_states_the_same_contract_kb_init_writes():
@@ -153,8 +193,8 @@ def test_this_repository_states_the_same_contract_kb_init_writes():
 def test_this_repository_runs_its_own_hooks_as_local_hooks():
     """The KB hooks are exactly what `kb init --local-hooks` writes; the project's own Python hooks follow them."""
     config = (REPO_ROOT / ".pre-commit-config.yaml").read_text()
-    assert config.startswith(scaffold.render_precommit_config(local=True))
-    assert "id: ruff-check" in config[len(scaffold.render_precommit_config(local=True)) :]
+    assert config.startswith(scaffold.render_precommit_config(scaffold.LOCAL_HOOKS))
+    assert "id: ruff-check" in config[len(scaffold.render_precommit_config(scaffold.LOCAL_HOOKS)) :]
 
 
 def test_init_of_a_kb_inside_an_existing_repository_keeps_its_history(tmp_path):

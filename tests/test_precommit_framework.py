@@ -9,17 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from kbtools.derived.manifest import read_manifest
 from tests.testing.cli import run_kb
-from tests.testing.gitrepo import git
-from tests.testing.kbfactory import make_kb
+from tests.testing.gitrepo import git, write
+from tests.testing.kbfactory import Kb, make_kb, note_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 
-def _run(command: list[str], *, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], *, cwd: Path, home: Path, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        **(extra or {}),
         "PRE_COMMIT_HOME": str(home),
         # `language: system` hooks and the installed git hook find this interpreter's `kb`.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -33,8 +37,9 @@ def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProces
     return _run([*PRE_COMMIT, *args], cwd=cwd, home=home)
 
 
-def _commit_via_git(repo: Path, message: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return _run(["git", "commit", "-m", message], cwd=repo, home=home)
+def _commit_via_git(repo: Path, message: str, home: Path, *, skip: str = "") -> subprocess.CompletedProcess[str]:
+    """A real `git commit`, its hooks run by the installed pre-commit (``skip``: pre-commit's SKIP)."""
+    return _run(["git", "commit", "-m", message], cwd=repo, home=home, extra={"SKIP": skip} if skip else {})
 
 
 def _edit_raw(kb) -> Path:
@@ -114,12 +119,7 @@ def test_try_repo_kb_lint_refuses_a_staged_raw_edit_and_lets_a_clean_commit_thro
 
 def test_installed_framework_hook_refuses_a_raw_edit_and_lets_a_clean_commit_through(tmp_path, pre_commit_home):
     """`kb init --local-hooks` config + `pre-commit install`, then real `git commit`s."""
-    kb = make_kb(tmp_path / "kb", locale="en")
-    (kb.root / ".pre-commit-config.yaml").unlink(missing_ok=True)
-    assert run_kb("init", str(kb.root), "--local-hooks", "--force").code == 0
-    kb.commit("add hook config")
-    installed = _pre_commit("install", cwd=kb.root, home=pre_commit_home)
-    assert installed.returncode == 0, installed.stdout
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
     commits = git(kb.root, "rev-list", "--count", "HEAD")
 
     _edit_raw(kb)
@@ -134,3 +134,84 @@ def test_installed_framework_hook_refuses_a_raw_edit_and_lets_a_clean_commit_thr
     accepted = _commit_via_git(kb.root, "ingest new source", pre_commit_home)
     assert accepted.returncode == 0, accepted.stdout
     assert int(git(kb.root, "rev-list", "--count", "HEAD")) == int(commits) + 1
+
+
+def _kb_with_local_hooks(tmp_path: Path, home: Path) -> Kb:
+    """A committed KB whose `.pre-commit-config.yaml` is `kb init --local-hooks`', installed with `pre-commit install`."""
+    kb = make_kb(tmp_path / "kb", locale="en")
+    (kb.root / ".pre-commit-config.yaml").unlink(missing_ok=True)
+    assert run_kb("init", str(kb.root), "--local-hooks", "--force").code == 0
+    kb.commit("add hook config")
+    installed = _pre_commit("install", cwd=kb.root, home=home)
+    assert installed.returncode == 0, installed.stdout
+    # default_install_hook_types in the config: the push hook comes with the commit hook.
+    assert "pre-commit installed at .git/hooks/pre-commit" in installed.stdout
+    assert "pre-commit installed at .git/hooks/pre-push" in installed.stdout
+    return kb
+
+
+ARTIFACTS = "src/content/note/.manifest.jsonl"
+
+
+def _committed_artifact_rows(kb: Kb) -> list[tuple[str, str]]:
+    committed = kb.root / "committed.jsonl"
+    committed.write_text(git(kb.root, "show", f"HEAD:{ARTIFACTS}"))
+    try:
+        return [(row.path, row.sha256) for row in read_manifest(committed)]
+    finally:
+        committed.unlink()
+
+
+def test_record_artifacts_commits_rows_only_for_the_versions_the_commit_holds(tmp_path, pre_commit_home):
+    """A first attempt refused by kb-lint (the page is not in the index) must not leave its version's row
+    in the manifest the final commit holds: the manifest is append-only, a stray row would stay forever."""
+    import hashlib
+
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    before = git(kb.root, "rev-parse", "HEAD")
+    page = kb.add_note("wal-mode", body="# WAL mode\n\nReaders do not block the writer.\n")
+    kb.git("add", "-A")  # not listed in the index yet: kb-lint refuses
+    refused = _commit_via_git(kb.root, "add wal page", pre_commit_home)
+    assert refused.returncode != 0 and "active/provisional wiki page missing from index" in refused.stdout
+    assert git(kb.root, "rev-parse", "HEAD") == before
+    first_version = hashlib.sha256(page.read_bytes()).hexdigest()
+    assert [r.sha256 for r in read_manifest(kb.root / ARTIFACTS)] == [first_version]  # recorded, not committed
+
+    write(page, note_text("wal-mode", sources=["source-1"], body="# WAL mode\n\nReaders never block writers.\n"))
+    kb.write_index()
+    kb.append_log("2026-08-09", "write", "wal mode")
+    kb.git("add", "-A")  # stages the manifest with the refused version's row too
+    second = _commit_via_git(kb.root, "add wal page", pre_commit_home)
+    assert second.returncode != 0, second.stdout
+    assert f"dropped the row of an uncommitted version of src/content/note/en/wal-mode.md from {ARTIFACTS}" in (
+        second.stdout
+    )
+    assert f"git add {ARTIFACTS}" in second.stdout
+
+    kb.git("add", ARTIFACTS)
+    third = _commit_via_git(kb.root, "add wal page", pre_commit_home)
+    assert third.returncode == 0, third.stdout
+    committed_version = hashlib.sha256(page.read_bytes()).hexdigest()
+    assert _committed_artifact_rows(kb) == [("src/content/note/en/wal-mode.md", committed_version)]
+    assert git(kb.root, "status", "--porcelain") == ""
+
+
+def test_retention_warning_shows_on_a_passing_commit(tmp_path, pre_commit_home):
+    """pre-commit prints a passing hook's output only for a verbose hook (pre_commit/commands/run.py,
+    _run_single_hook): a rewrite losing one identifier passes, and its warning must still reach the user."""
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    note = kb.note_path("note-1")
+    write(note, note.read_text() + "\nPinned at v2.14.1 since 2026-07-27.\n")
+    kb.git("add", "-A")
+    skip = "kb-record-artifacts"  # it asks for a second attempt with the manifest staged: not the point here
+    assert _commit_via_git(kb.root, "pin the version", pre_commit_home, skip=skip).returncode == 0
+
+    write(note, note.read_text().replace("v2.14.1", "the current release"))
+    kb.git("add", "-A")
+    result = _commit_via_git(kb.root, "say current release", pre_commit_home, skip=skip)
+    assert result.returncode == 0, result.stdout
+    assert "kb identifier retention" in result.stdout and "Passed" in result.stdout
+    assert (
+        "identifier-retention: src/content/note/en/note-1.md dropped 1 identifier(s) present in the previous "
+        "version: v2.14.1 (warning: refuses at 3)"
+    ) in result.stdout

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
+
+if TYPE_CHECKING:
+    from kbtools.derived.manifest import ManifestRow
+    from kbtools.kb.layout import Layout
 
 
 def register(app: typer.Typer) -> None:
@@ -35,10 +40,11 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Append each artifact version not yet in the manifest; versions already present are skipped.
 
-        With --staged (the kb-record-artifacts hook) the staged content is recorded. If that
-        adds a row, the manifest changed after staging: the command says so and exits 1, the
-        pre-commit convention for a hook that modifies a file; stage the manifest and commit
-        again (the second run finds every version present and passes).
+        With --staged (the kb-record-artifacts hook) the manifest is made to hold exactly
+        what the commit holds: a row for each staged version not yet recorded, and no row
+        appended since HEAD for a version the commit does not hold (a refused attempt's
+        page). If that changes the manifest, the command says so and exits 1, the pre-commit
+        convention for a hook that modifies a file; stage the manifest and commit again.
         """
         from kbtools.derived import manifest as am
         from kbtools.errors import KbError
@@ -49,28 +55,49 @@ def register(app: typer.Typer) -> None:
         if not staged and not paths:
             raise KbError("nothing to record: give PATH… or --staged", "kb artifacts record")
         _, layout = open_kb(root)
-        files = am.staged_files(layout) if staged else am.files_at(layout, paths or [])
+        if staged:
+            return _record_staged(layout, fmt)
+        files = am.files_at(layout, paths or [])
         result = am.record_artifacts(layout, files)
         manifest = layout.rel(layout.artifact_manifest)
-        restage = staged and bool(result.recorded)
         if fmt == "json":
-            print(
-                json.dumps(
-                    {
-                        "manifest": manifest,
-                        "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in result.recorded],
-                        "already": list(result.already),
-                        "restage": restage,
-                    }
-                )
-            )
-            return 1 if restage else 0
+            print(json.dumps({**_summary(manifest, result.recorded, result.already), "restage": False}))
+            return 0
         for row in result.recorded:
             print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
-        if not staged:
-            for rel in result.already:
-                print(f"already recorded {rel}")
-        if restage:
-            print(f"{manifest} changed: stage it (git add {manifest}) and commit again", file=sys.stderr)
-            return 1
+        for rel in result.already:
+            print(f"already recorded {rel}")
         return 0
+
+
+def _record_staged(layout: Layout, fmt: str) -> int:
+    """The kb-record-artifacts hook: make the manifest hold what the commit holds (exit 1 if it changed)."""
+    from kbtools.derived.manifest import MANIFEST_MODE
+    from kbtools.derived.staged import staged_manifest
+    from kbtools.fsio import atomic_write_bytes
+
+    result = staged_manifest(layout)
+    manifest = layout.rel(layout.artifact_manifest)
+    if result.text != result.on_disk:
+        layout.artifact_manifest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(layout.artifact_manifest, [result.text], mode=MANIFEST_MODE)
+    if fmt == "json":
+        doc = {**_summary(manifest, result.recorded, result.already), "dropped": list(result.dropped)}
+        print(json.dumps({**doc, "restage": result.changed}))
+        return 1 if result.changed else 0
+    for row in result.recorded:
+        print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
+    for rel in result.dropped:
+        print(f"dropped the row of an uncommitted version of {rel} from {manifest}")
+    if result.changed:
+        print(f"{manifest} changed: stage it (git add {manifest}) and commit again", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _summary(manifest: str, recorded: Sequence[ManifestRow], already: Sequence[str]) -> dict[str, Any]:
+    return {
+        "manifest": manifest,
+        "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in recorded],
+        "already": list(already),
+    }

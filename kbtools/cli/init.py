@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from kbtools.kb.scaffold import HooksSource
 
 
 def register(app: typer.Typer) -> None:
@@ -20,9 +23,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--local-hooks", help="Write `repo: local` pre-commit hooks that run the installed `kb`."),
         ] = False,
         hooks_repo: Annotated[
-            str | None, typer.Option("--hooks-repo", help="URL of the kbtools hooks repository for pre-commit.")
+            str | None,
+            typer.Option("--hooks-repo", help="URL of the kbtools hooks repository for pre-commit (with --hooks-rev)."),
         ] = None,
-        hooks_rev: Annotated[str | None, typer.Option("--hooks-rev", help="Tag or commit of that repository.")] = None,
+        hooks_rev: Annotated[
+            str | None, typer.Option("--hooks-rev", help="Commit sha (or an existing tag) of that repository.")
+        ] = None,
         force: Annotated[
             bool, typer.Option("--force", help="Create only the missing pieces; existing files are kept.")
         ] = False,
@@ -30,7 +36,11 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--root", help="Same as DIR (every kb command takes --root).", file_okay=False)
         ] = None,
     ) -> None:
-        """Scaffold a KB: layout, KB.md, empty raw manifest, index, log, .pre-commit-config.yaml, .gitignore."""
+        """Scaffold a KB: layout, KB.md, empty raw manifest, index, log, .pre-commit-config.yaml, .gitignore.
+
+        The hook config takes kbtools' hooks from the git repository and commit this kb was
+        installed from (`pip install git+URL@COMMIT`), else runs the installed kb as local hooks.
+        """
         import datetime as dt
 
         from kbtools.config import Config, load_config
@@ -44,17 +54,14 @@ def register(app: typer.Typer) -> None:
         root = (directory or Path.cwd()).resolve()
         if root.exists() and not root.is_dir():
             raise KbError("not a folder", str(directory))
-        if local_hooks and (hooks_repo or hooks_rev):
-            raise KbError("--local-hooks takes no --hooks-repo/--hooks-rev", "kb init")
+        hooks = _hooks_source(local_hooks, hooks_repo, hooks_rev)
         config = load_config(root) if root.is_dir() else Config(root=root)
         result = sc.scaffold(
             config,
             locale=locale,
             today=dt.datetime.now(dt.UTC).date(),
             force=force,
-            local_hooks=local_hooks,
-            hooks_repo=hooks_repo or sc.HOOKS_REPO_PLACEHOLDER,
-            hooks_rev=hooks_rev or sc.HOOKS_REV_PLACEHOLDER,
+            hooks=hooks,
         )
         for rel in result.created:
             print(f"created {rel}")
@@ -63,10 +70,9 @@ def register(app: typer.Typer) -> None:
         if result.gitignore_updated:
             print(f"updated {sc.GITIGNORE} (+{sc.GITIGNORE_ENTRY})")
         print(f"knowledge base ready in {root}")
-        if not local_hooks and not hooks_repo and sc.PRECOMMIT_CONFIG in result.created:
-            print(
-                f"next: set repo/rev in {sc.PRECOMMIT_CONFIG} (or rerun with --local-hooks), then `pre-commit install`"
-            )
+        if sc.PRECOMMIT_CONFIG in result.created:
+            where = "the installed kb (repo: local)" if hooks.local else f"{hooks.repo} at {hooks.rev}"
+            print(f"hooks in {sc.PRECOMMIT_CONFIG} run {where}; enable them with `pre-commit install`")
         top = repo_root(root)
         if top is None:
             print("next: git init && git add -A && git commit -m 'Create knowledge base'")
@@ -75,3 +81,19 @@ def register(app: typer.Typer) -> None:
                 f"note: {root} is below the top of its git repository ({top}); kb looks for a KB at the "
                 f"top, so run kb commands (and hook entries) with --root {root.relative_to(top.resolve())}"
             )
+
+
+def _hooks_source(local_hooks: bool, repo: str | None, rev: str | None) -> HooksSource:
+    """--local-hooks, else --hooks-repo with --hooks-rev, else what this kb was installed from."""
+    from kbtools.errors import KbError
+    from kbtools.kb import scaffold as sc
+
+    if local_hooks and (repo or rev):
+        raise KbError("--local-hooks takes no --hooks-repo/--hooks-rev", "kb init")
+    if local_hooks:
+        return sc.LOCAL_HOOKS
+    if bool(repo) != bool(rev):
+        raise KbError("give --hooks-repo and --hooks-rev together (rev: a commit sha of that repository)", "kb init")
+    if repo and rev:
+        return sc.HooksSource(repo, rev)
+    return sc.installed_hooks_source(sc.read_direct_url())

@@ -198,7 +198,14 @@ def record_artifacts(
 ) -> RecordResult:
     """Append a row for each file version not yet in the manifest (idempotent by sha256)."""
     manifest = manifest_path or layout.artifact_manifest
-    known = {row.sha256 for row in read_manifest(manifest)}
+    result = new_rows(files, {row.sha256 for row in read_manifest(manifest)})
+    if result.recorded:
+        append_rows(manifest, result.recorded)
+    return result
+
+
+def new_rows(files: Iterable[tuple[str, bytes]], known: set[str]) -> RecordResult:
+    """A row for each file version whose sha256 is not in ``known`` (which grows with them)."""
     emitted_at = now_utc()
     recorded: list[ManifestRow] = []
     already: list[str] = []
@@ -209,8 +216,6 @@ def record_artifacts(
             continue
         known.add(row.sha256)
         recorded.append(row)
-    if recorded:
-        append_rows(manifest, recorded)
     return RecordResult(tuple(recorded), tuple(already))
 
 

@@ -20,32 +20,138 @@ PRECOMMIT_CONFIG = ".pre-commit-config.yaml"
 GITIGNORE = ".gitignore"
 GITIGNORE_ENTRY = ".agent/"
 
-# Where the hooks repository is fetched from by the default pre-commit config.
-# The user edits it (or passes --hooks-repo/--hooks-rev, or uses --local-hooks).
-HOOKS_REPO_PLACEHOLDER = "https://github.com/OWNER/kbtools"
-HOOKS_REV_PLACEHOLDER = "v0.1.0"
-
 
 @dataclass(frozen=True)
 class HookDef:
+    """One hook of `.pre-commit-hooks.yaml` (a test keeps the file and this list equal)."""
+
     id: str
     name: str
+    description: str
     entry: str
+    stages: tuple[str, ...] = ("pre-commit", "pre-push", "manual")
+    pass_filenames: bool = False
+    # pre-commit shows a passing hook's output only when the hook is verbose.
+    verbose: bool = False
+
+    def manifest_fields(self) -> dict[str, object]:
+        """The hook as `.pre-commit-hooks.yaml` states it."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "entry": self.entry,
+            "language": "python",
+            "pass_filenames": self.pass_filenames,
+            "always_run": True,
+            "require_serial": True,
+            "stages": list(self.stages),
+            **({"verbose": True} if self.verbose else {}),
+        }
 
 
-# The hooks of `.pre-commit-hooks.yaml`, in its order; a test keeps them equal.
+# The hooks of `.pre-commit-hooks.yaml`, in its order.
 FRAMEWORK_HOOKS: tuple[HookDef, ...] = (
-    HookDef("kb-lint", "kb lint (every check, staged)", "kb lint --staged"),
-    HookDef("kb-raw-immutable", "kb raw evidence is immutable", "kb lint --staged --only raw"),
-    HookDef("kb-note-metadata", "kb note metadata and links", "kb lint --staged --only notes"),
-    HookDef("kb-index-log", "kb canonical index and log", "kb lint --staged --only index-log"),
-    HookDef("kb-no-secrets", "kb no secrets in evidence or notes", "kb lint --staged --only secrets"),
-    HookDef("kb-identifier-retention", "kb identifier retention", "kb retention check --staged"),
-    HookDef("kb-record-artifacts", "kb record emitted artifacts", "kb artifacts record --staged"),
+    HookDef(
+        "kb-lint",
+        "kb lint (every check, staged)",
+        "Every kb lint check against the index vs HEAD.",
+        "kb lint --staged",
+    ),
+    HookDef(
+        "kb-raw-immutable",
+        "kb raw evidence is immutable",
+        "Raw manifest, checksums, append-only manifest, no edited or deleted raw file.",
+        "kb lint --staged --only raw",
+    ),
+    HookDef(
+        "kb-note-metadata",
+        "kb note metadata and links",
+        "Note frontmatter (kind, status, sources), source slugs, related and Markdown links.",
+        "kb lint --staged --only notes",
+    ),
+    HookDef(
+        "kb-index-log",
+        "kb canonical index and log",
+        "Every active note and raw source listed in the index; the log dated, ordered, append-only.",
+        "kb lint --staged --only index-log",
+    ),
+    HookDef(
+        "kb-no-secrets",
+        "kb no secrets in evidence or notes",
+        "No credential in the raw or note content being committed.",
+        "kb lint --staged --only secrets",
+    ),
+    # Verbose: a rewrite that loses one or two identifiers passes with a warning, and
+    # pre-commit hides the output of a passing hook unless the hook is verbose.
+    HookDef(
+        "kb-identifier-retention",
+        "kb identifier retention",
+        "A rewrite of a note may not silently drop the identifiers that anchor it.",
+        "kb retention check --staged",
+        verbose=True,
+    ),
+    # Commit time only: it records what the commit holds, nothing to record on a push.
+    HookDef(
+        "kb-record-artifacts",
+        "kb record emitted artifacts",
+        "Record the committed wiki pages in the artifact manifest so ingest never learns from them.",
+        "kb artifacts record --staged",
+        stages=("pre-commit",),
+    ),
 )
 # kb-lint already runs the four `--only` families; a config enables it plus the two
 # hooks it does not cover, and lists the finer-grained ids as alternatives.
 ENABLED_HOOK_IDS = ("kb-lint", "kb-identifier-retention", "kb-record-artifacts")
+
+
+@dataclass(frozen=True)
+class HooksSource:
+    """Where a `.pre-commit-config.yaml` takes kbtools' hooks from.
+
+    ``repo`` None: `repo: local` hooks running the `kb` installed in the environment.
+    Otherwise pre-commit clones ``repo`` at ``rev`` (a full commit sha until releases are
+    tagged: a tag or branch that does not exist fails the first `pre-commit run`).
+    """
+
+    repo: str | None = None
+    rev: str | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.repo is None
+
+
+LOCAL_HOOKS = HooksSource()
+
+
+def installed_hooks_source(direct_url: dict[str, object] | None) -> HooksSource:
+    """The hooks repository matching the running kbtools, from its PEP 610 ``direct_url.json``.
+
+    Installed from a git repository (``pip install git+URL@REV``): that repository at the
+    exact commit installed, so the hooks run the code the user already runs. Anything else
+    (a wheel, a local folder, an editable checkout): local hooks, which run this installation.
+    """
+    vcs = direct_url.get("vcs_info") if direct_url else None
+    if not isinstance(vcs, dict) or vcs.get("vcs") != "git" or vcs.get("subdirectory"):
+        return LOCAL_HOOKS
+    url, commit = direct_url.get("url") if direct_url else None, vcs.get("commit_id")
+    if isinstance(url, str) and url and isinstance(commit, str) and len(commit) == 40:
+        return HooksSource(url, commit)
+    return LOCAL_HOOKS
+
+
+def read_direct_url(distribution: str = "kbtools") -> dict[str, object] | None:
+    """The installed distribution's ``direct_url.json`` (PEP 610), or None."""
+    import json
+    from importlib import metadata
+
+    try:
+        text = metadata.distribution(distribution).read_text("direct_url.json")
+        data = json.loads(text) if text else None
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)
@@ -89,21 +195,22 @@ def render_log(today: dt.date) -> str:
     return _LOG.format(today=today.isoformat())
 
 
-def render_precommit_config(
-    *, local: bool, repo: str = HOOKS_REPO_PLACEHOLDER, rev: str = HOOKS_REV_PLACEHOLDER
-) -> str:
-    """A `.pre-commit-config.yaml` using kbtools' hooks.
+def render_precommit_config(source: HooksSource = LOCAL_HOOKS) -> str:
+    """A `.pre-commit-config.yaml` using kbtools' hooks, valid as written.
 
-    ``local``: `repo: local` hooks that run the `kb` of the active environment
-    (`language: system`), for a KB whose users install kbtools themselves.
-    Otherwise the hooks repository is fetched by pre-commit at ``rev``.
+    Local: `repo: local` hooks that run the `kb` of the active environment
+    (`language: system`); nothing to fetch, works offline. Otherwise pre-commit
+    fetches ``source.repo`` at ``source.rev``. Either way `pre-commit install`
+    also installs the pre-push hook (``default_install_hook_types``), which checks
+    every pushed commit.
     """
     enabled = [h for h in FRAMEWORK_HOOKS if h.id in ENABLED_HOOK_IDS]
     alternatives = [h for h in FRAMEWORK_HOOKS if h.id not in ENABLED_HOOK_IDS]
-    if local:
+    if source.local:
         lines = [
             "# kbtools hooks (https://pre-commit.com), run with the `kb` installed in the",
             "# active environment (`pip install kbtools`); enable with `pre-commit install`.",
+            "default_install_hook_types: [pre-commit, pre-push]",
             "repos:",
             "  - repo: local",
             "    hooks:",
@@ -116,13 +223,12 @@ def render_precommit_config(
     else:
         lines = [
             "# kbtools hooks (https://pre-commit.com); enable with `pre-commit install`.",
-            "# Edit `repo:` to the URL where kbtools is hosted and `rev:` to one of its tags",
-            "# or commits (`pre-commit autoupdate` keeps rev current). If kbtools is",
-            "# installed in your environment instead, `kb init --local-hooks` writes",
-            "# `repo: local` hooks that need no URL.",
+            "# `rev` is a full commit sha of the hooks repository (`git ls-remote <repo> HEAD`",
+            "# names the newest); `kb init --local-hooks` writes hooks that need no repository.",
+            "default_install_hook_types: [pre-commit, pre-push]",
             "repos:",
-            f"  - repo: {repo}",
-            f"    rev: {rev}",
+            f"  - repo: {source.repo}",
+            f"    rev: {source.rev}",
             "    hooks:",
         ]
         lines += [f"      - id: {h.id}" for h in enabled]
@@ -132,15 +238,19 @@ def render_precommit_config(
 
 
 def _local_hook(hook: HookDef, *, indent: str) -> list[str]:
-    return [
+    lines = [
         f"{indent}- id: {hook.id}",
         f"{indent}  name: {hook.name}",
         f"{indent}  entry: {hook.entry}",
         f"{indent}  language: system",
-        f"{indent}  pass_filenames: false",
+        f"{indent}  pass_filenames: {'true' if hook.pass_filenames else 'false'}",
         f"{indent}  always_run: true",
         f"{indent}  require_serial: true",
+        f"{indent}  stages: [{', '.join(hook.stages)}]",
     ]
+    if hook.verbose:
+        lines.append(f"{indent}  verbose: true")
+    return lines
 
 
 def plan(
@@ -148,9 +258,7 @@ def plan(
     *,
     locale: str,
     today: dt.date,
-    local_hooks: bool,
-    hooks_repo: str = HOOKS_REPO_PLACEHOLDER,
-    hooks_rev: str = HOOKS_REV_PLACEHOLDER,
+    hooks: HooksSource = LOCAL_HOOKS,
 ) -> list[ScaffoldFile]:
     """Every file `kb init` writes, in the order it reports them."""
     where = locale_paths(config.paths, locale)
@@ -159,7 +267,7 @@ def plan(
         ScaffoldFile(where["manifest"], ""),
         ScaffoldFile(where["index"], render_index()),
         ScaffoldFile(where["log"], render_log(today)),
-        ScaffoldFile(PRECOMMIT_CONFIG, render_precommit_config(local=local_hooks, repo=hooks_repo, rev=hooks_rev)),
+        ScaffoldFile(PRECOMMIT_CONFIG, render_precommit_config(hooks)),
     ]
 
 
@@ -169,9 +277,7 @@ def scaffold(
     locale: str,
     today: dt.date,
     force: bool = False,
-    local_hooks: bool = False,
-    hooks_repo: str = HOOKS_REPO_PLACEHOLDER,
-    hooks_rev: str = HOOKS_REV_PLACEHOLDER,
+    hooks: HooksSource = LOCAL_HOOKS,
 ) -> ScaffoldResult:
     """Write a new KB under ``config.root``.
 
@@ -182,9 +288,7 @@ def scaffold(
     """
     root = config.root
     _check_locale(locale)
-    files = plan(
-        config, locale=locale, today=today, local_hooks=local_hooks, hooks_repo=hooks_repo, hooks_rev=hooks_rev
-    )
+    files = plan(config, locale=locale, today=today, hooks=hooks)
     existing = [f.rel for f in files if (root / f.rel).exists()]
     if existing and not force:
         raise KbError(
