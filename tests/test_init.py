@@ -131,7 +131,8 @@ def test_local_hooks_config_runs_kb_of_the_environment(tmp_path):
     assert repo["repo"] == "local"
     entries = {h["id"]: h["entry"] for h in repo["hooks"]}
     assert entries == {h.id: h.entry for h in scaffold.FRAMEWORK_HOOKS if h.id in scaffold.ENABLED_HOOK_IDS}
-    assert all(h["language"] == "system" and h["pass_filenames"] is False for h in repo["hooks"])
+    published = {h.id: h.pass_filenames for h in scaffold.FRAMEWORK_HOOKS}
+    assert all(h["language"] == "system" and h["pass_filenames"] is published[h["id"]] for h in repo["hooks"])
 
 
 def test_hooks_repo_and_rev_options_fill_the_remote_config(tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,8 @@ import pytest
 from kbtools.derived.manifest import read_manifest
 from tests.testing.cli import run_kb
 from tests.testing.gitrepo import git, write
-from tests.testing.kbfactory import Kb, make_kb, note_text
+from tests.testing.kbfactory import Kb, make_kb, note_text, rebless_raw_edit
+from tests.testing.secrets import make_secret
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
@@ -103,7 +106,7 @@ def test_try_repo_kb_lint_refuses_a_staged_raw_edit_and_lets_a_clean_commit_thro
     refused_code, clean_code = (proc.returncode for proc in running)
 
     assert refused_code == 1, refused_out
-    assert "kb lint (every check, staged)" in refused_out and "Failed" in refused_out
+    assert "kb lint (every check)" in refused_out and "Failed" in refused_out
     assert (
         "KB lint failed (2 issues)\n"
         "- raw checksum mismatch: en/source-1.md\n"
@@ -111,7 +114,7 @@ def test_try_repo_kb_lint_refuses_a_staged_raw_edit_and_lets_a_clean_commit_thro
     ) in refused_out
 
     assert clean_code == 0, clean_out
-    assert "kb lint (every check, staged)" in clean_out and "Passed" in clean_out
+    assert "kb lint (every check)" in clean_out and "Passed" in clean_out
     commits = int(git(clean_kb.root, "rev-list", "--count", "HEAD"))
     clean_kb.git("commit", "-q", "-m", "ingest new source")
     assert int(git(clean_kb.root, "rev-list", "--count", "HEAD")) == commits + 1
@@ -165,8 +168,6 @@ def _committed_artifact_rows(kb: Kb) -> list[tuple[str, str]]:
 def test_record_artifacts_commits_rows_only_for_the_versions_the_commit_holds(tmp_path, pre_commit_home):
     """A first attempt refused by kb-lint (the page is not in the index) must not leave its version's row
     in the manifest the final commit holds: the manifest is append-only, a stray row would stay forever."""
-    import hashlib
-
     kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
     before = git(kb.root, "rev-parse", "HEAD")
     page = kb.add_note("wal-mode", body="# WAL mode\n\nReaders do not block the writer.\n")
@@ -215,3 +216,114 @@ def test_retention_warning_shows_on_a_passing_commit(tmp_path, pre_commit_home):
         "identifier-retention: src/content/note/en/note-1.md dropped 1 identifier(s) present in the previous "
         "version: v2.14.1 (warning: refuses at 3)"
     ) in result.stdout
+
+
+def _commit_past_the_hooks(kb: Kb, message: str) -> str:
+    """What `git commit --no-verify` lets through: the hooks never ran on it."""
+    kb.git("add", "-A")
+    kb.git("commit", "-q", "--no-verify", "-m", message)
+    return git(kb.root, "rev-parse", "HEAD").strip()
+
+
+def _committed_token(kb: Kb) -> str:
+    token = make_secret("github-classic", random.Random(14))
+    note = kb.note_path("note-1")
+    write(note, note.read_text() + f"\nThe deploy used GITHUB_TOKEN={token} back then.\n")
+    return token
+
+
+def test_all_files_checks_the_whole_kb_and_its_history_not_the_empty_staging_area(tmp_path, pre_commit_home):
+    """`pre-commit run --all-files` (pre-commit.ci runs exactly this) passes files with nothing staged:
+    the hooks check every file's content and every commit, so neither a committed token nor a raw edit
+    committed with its manifest line re-blessed passes."""
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    clean = _pre_commit("run", "--all-files", cwd=kb.root, home=pre_commit_home)
+    assert clean.returncode == 0, clean.stdout
+
+    _committed_token(kb)
+    _commit_past_the_hooks(kb, "note the deploy")
+    rebless_raw_edit(kb)
+    edit = _commit_past_the_hooks(kb, "touch up the evidence")
+    assert _pre_commit("run", cwd=kb.root, home=pre_commit_home).returncode == 0  # nothing staged: nothing to see
+
+    result = _pre_commit("run", "--all-files", cwd=kb.root, home=pre_commit_home)
+    assert result.returncode == 1, result.stdout
+    assert "secret in src/content/note/en/note-1.md:" in result.stdout and "(github-token)" in result.stdout
+    assert f"raw snapshot changed or deleted: M\tsrc/content/raw/en/source-1.md (commit {edit[:12]})" in result.stdout
+    assert make_secret("github-classic", random.Random(14)) not in result.stdout
+
+
+def test_pre_push_checks_every_pushed_commit(tmp_path, pre_commit_home):
+    """A real `git push` runs the installed pre-push hook; pre-commit gives the hooks the pushed range as
+    PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF (pre_commit/commands/hook_impl.py, _pre_push_ns)."""
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    kb.git("remote", "add", "origin", str(remote))
+    kb.git("push", "-q", "--no-verify", "origin", "HEAD:refs/heads/main")
+    pushed = git(kb.root, "rev-parse", "HEAD").strip()
+
+    rebless_raw_edit(kb)
+    edit = _commit_past_the_hooks(kb, "touch up the evidence")
+    _add_clean_evidence(kb)
+    _commit_past_the_hooks(kb, "ingest new source")  # the tip is clean: only the range shows the edit
+
+    refused = _run(["git", "push", "origin", "HEAD:refs/heads/main"], cwd=kb.root, home=pre_commit_home)
+    assert refused.returncode != 0, refused.stdout
+    assert f"raw snapshot changed or deleted: M\tsrc/content/raw/en/source-1.md (commit {edit[:12]})" in refused.stdout
+    assert git(str(remote), "rev-parse", "main").strip() == pushed
+
+    # The same stage by hand, on a range without the edit, passes.
+    clean = _pre_commit(
+        "run", "--hook-stage", "pre-push", "--from-ref", edit, "--to-ref", "HEAD", cwd=kb.root, home=pre_commit_home
+    )
+    assert clean.returncode == 0, clean.stdout
+    assert "kb lint (every check)" in clean.stdout and "Passed" in clean.stdout
+
+
+def test_pre_push_refuses_a_pushed_rewrite_that_dropped_its_identifiers(tmp_path, pre_commit_home):
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    note = kb.note_path("note-1")
+    anchors = "Pinned v2.14.1 on 2026-07-27 at 5ef5a70 per TRIAL-CLOSE-RUNBOOK.md.\n"
+    write(note, note.read_text() + anchors)
+    base = _commit_past_the_hooks(kb, "anchor the note")
+    write(note, note.read_text().replace(anchors, "Pinned a while ago, see the runbook.\n"))
+    rewrite = _commit_past_the_hooks(kb, "vaguer")
+
+    result = _pre_commit(
+        "run", "--hook-stage", "pre-push", "--from-ref", base, "--to-ref", rewrite, cwd=kb.root, home=pre_commit_home
+    )
+    assert result.returncode == 1, result.stdout
+    assert f"identifier-retention: src/content/note/en/note-1.md (commit {rewrite[:12]}) dropped 4 identifier(s)" in (
+        result.stdout
+    )
+
+
+def test_a_baseline_accepts_committed_findings_in_every_mode_without_holding_the_secret(tmp_path, pre_commit_home):
+    """Adopting kbtools on an old KB: `kb baseline create` accepts what is committed (a detect-secrets-style
+    baseline: fingerprints, never the secret), and every mode and hook then passes; a new finding still fails."""
+    kb = _kb_with_local_hooks(tmp_path, pre_commit_home)
+    token = _committed_token(kb)
+    _commit_past_the_hooks(kb, "note the deploy")
+    assert run_kb("lint", "--all", cwd=kb.root).code == 1
+
+    created = run_kb("baseline", "create", cwd=kb.root)
+    assert created.code == 0, created.err
+    assert "wrote .kb-baseline.json: 1 finding(s) accepted (1 new, 0 no longer found)" in created.out
+    assert token not in (kb.root / ".kb-baseline.json").read_text()
+    kb.git("add", ".kb-baseline.json")
+    committed = _commit_via_git(kb.root, "accept the old findings", pre_commit_home)
+    assert committed.returncode == 0, committed.stdout
+
+    for args in (("lint", "--all"), ("lint", "--since", "HEAD~2"), ("lint",)):
+        result = run_kb(*args, cwd=kb.root)
+        assert result.code == 0, (args, result.err)
+        assert "1 finding(s) accepted by .kb-baseline.json" in result.err or args == ("lint",)
+    assert _pre_commit("run", "--all-files", cwd=kb.root, home=pre_commit_home).returncode == 0
+
+    fresh = make_secret("github-classic", random.Random(15))
+    note = kb.note_path("note-2")
+    write(note, note.read_text() + f"\nAnd GITHUB_TOKEN={fresh} today.\n")
+    kb.git("add", "-A")
+    refused = _commit_via_git(kb.root, "another token", pre_commit_home)
+    assert refused.returncode != 0 and "secret in src/content/note/en/note-2.md:" in refused.stdout

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "retention",
     "promote",
     "hooks",
+    "baseline",
 )
 
 

@@ -5,21 +5,26 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kbtools.cli.common import RootOption
 
+if TYPE_CHECKING:
+    from kbtools.lint.history import LintMode
+
 
 def register(app: typer.Typer) -> None:
     hooks = typer.Typer(
         name="hooks",
-        help="Plain git hooks for repositories that don't use the pre-commit framework.",
-        short_help="Plain git hooks, without the pre-commit framework.",
+        help="Plain git hooks for repositories that don't use the pre-commit framework, and the entries "
+        "of the framework's hooks (.pre-commit-hooks.yaml).",
+        short_help="Plain git hooks, and the framework hooks' entries.",
         no_args_is_help=True,
     )
     app.add_typer(hooks)
+    register_framework_entries(hooks)
 
     @hooks.command("install", short_help="Install the kb pre-commit hook (core.hooksPath).")
     def install(
@@ -64,6 +69,76 @@ def register(app: typer.Typer) -> None:
         if hook != HOOK_NAME:
             raise KbError(f"unknown hook '{hook}' (known: {HOOK_NAME})", "kb hooks run")
         raise typer.Exit(run_pre_commit())
+
+
+def register_framework_entries(hooks: typer.Typer) -> None:
+    """The entries of `.pre-commit-hooks.yaml`: they read pre-commit's files and environment."""
+
+    @hooks.command("lint", short_help="What the framework's kb-lint hooks run.")
+    def lint(
+        files: Annotated[list[str] | None, typer.Argument(help="Files pre-commit passes.", show_default=False)] = None,
+        only: Annotated[
+            str | None, typer.Option("--only", metavar="FAMILY[,FAMILY]", help="Only these families.")
+        ] = None,
+        root: RootOption = None,
+    ) -> int:
+        """Lint what pre-commit is checking: the staged changes at commit time, the whole KB and its
+        history under `pre-commit run --all-files`, every pushed commit at pre-push."""
+        from kbtools.cli.lint import lint_and_render, parse_families
+
+        mode = _framework_mode(files or [])
+        return lint_and_render(mode, parse_families(only), "text", root)
+
+    @hooks.command("retention", short_help="What the framework's retention hook runs.")
+    def retention(
+        files: Annotated[list[str] | None, typer.Argument(help="Files pre-commit passes.", show_default=False)] = None,
+        root: RootOption = None,
+    ) -> int:
+        """The identifier-retention gate on what pre-commit is checking: the staged rewrites at commit
+        time, every rewrite of the pushed commits at pre-push; nothing under --all-files (no rewrite)."""
+        mode = _framework_mode(files or [])
+        if mode.staged:
+            from kbtools.cli import main
+
+            return main(["retention", "check", "--staged", *(["--root", str(root)] if root else [])])
+        if mode.since is None:
+            return 0  # the whole KB, no old version to compare: rewrites are judged when made
+        return _retention_range(f"{mode.since}..{mode.until}", root)
+
+
+def _framework_mode(files: Sequence[str]) -> LintMode:
+    import os
+
+    from kbtools.gitio import git
+    from kbtools.kb.hookmode import framework_mode
+
+    # pre-commit runs hooks from the repository's top, and passes paths relative to it.
+    listing = git(["diff", "--cached", "--name-only", "-z"], Path.cwd(), check=False)
+    return framework_mode(os.environ, files, [p for p in listing.split("\0") if p])
+
+
+def _retention_range(rev_range: str, root: Path | None) -> int:
+    """Every note rewrite of ``rev_range`` through the gate: refused at the threshold, warned below it."""
+    from kbtools.cli.common import open_kb
+    from kbtools.retention.gate import extractor_for, resolve_threshold
+    from kbtools.retention.history import probe
+
+    config, layout = open_kb(root)
+    limit = resolve_threshold(None, config).value
+    report = probe(layout, rev_range, extractor=extractor_for(config))
+    refused = False
+    for rewrite in report.lossy:
+        n = len(rewrite.lost)
+        too_many = limit > 0 and n >= limit
+        refused |= too_many
+        outcome = f"refused: {n} >= threshold {limit}" if too_many else "warning"
+        names = ", ".join(i.text for i in rewrite.lost[:10]) + (f", +{n - 10} more" if n > 10 else "")
+        print(
+            f"identifier-retention: {rewrite.path} (commit {rewrite.commit[:12]}) dropped {n} identifier(s): "
+            f"{names} ({outcome})",
+            file=sys.stderr,
+        )
+    return 1 if refused else 0
 
 
 def run_pre_commit() -> int:

@@ -13,10 +13,10 @@ from kbtools.cli.common import RootOption
 if TYPE_CHECKING:
     from kbtools.errors import KbError
     from kbtools.kb.layout import Layout
-    from kbtools.lint.engine import LintReport
+    from kbtools.lint.engine import LintMode, LintReport
     from kbtools.lint.problem import Problem
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")
 
 
 def register(app: typer.Typer) -> None:
@@ -41,7 +41,17 @@ def register(app: typer.Typer) -> None:
                 "--only", metavar="FAMILY[,FAMILY]", help="Only these families: raw, notes, index-log, secrets."
             ),
         ] = None,
-        output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
+        whole: Annotated[
+            bool,
+            typer.Option(
+                "--all",
+                help="Every file's content (secrets included) and every commit of the history "
+                "(what `pre-commit run --all-files` checks).",
+            ),
+        ] = False,
+        output_format: Annotated[
+            str, typer.Option("--format", help="text, json, github (annotations) or sarif (code scanning).")
+        ] = "text",
         fix: Annotated[
             bool,
             typer.Option(
@@ -57,11 +67,11 @@ def register(app: typer.Typer) -> None:
             if since is not None:
                 raise typer.BadParameter("--all-history and --since cannot be combined", param_hint="--all-history")
             since = EMPTY_TREE  # the empty tree: from before the root commit
-        return _run(staged=staged, since=since, only=only, output_format=output_format, root=root, fix=fix)
+        return _run(staged=staged, since=since, only=only, output_format=output_format, root=root, fix=fix, whole=whole)
 
 
 def _check_args(
-    *, staged: bool, since: str | None, only: str | None, output_format: str, fix: bool = False
+    *, staged: bool, since: str | None, only: str | None, output_format: str, fix: bool = False, whole: bool = False
 ) -> tuple[str, ...]:
     """The chosen families; a bad combination or value is a usage error."""
     from kbtools.cli.common import check_format
@@ -70,6 +80,8 @@ def _check_args(
     check_format(output_format, FORMATS)
     if staged and since is not None:
         raise typer.BadParameter("--staged and --since cannot be combined", param_hint="--since")
+    if whole and (staged or since is not None):
+        raise typer.BadParameter("--all cannot be combined with --staged or --since", param_hint="--all")
     if fix and (staged or since is not None):
         raise typer.BadParameter("--fix edits the work tree; it cannot be combined with --staged or --since")
     families = _families(only, FAMILIES)
@@ -79,23 +91,39 @@ def _check_args(
 
 
 def _run(
-    *, staged: bool, since: str | None, only: str | None, output_format: str, root: Path | None, fix: bool = False
+    *,
+    staged: bool,
+    since: str | None,
+    only: str | None,
+    output_format: str,
+    root: Path | None,
+    fix: bool = False,
+    whole: bool = False,
 ) -> int:
+    from kbtools.lint.engine import LintMode
+
+    families = _check_args(staged=staged, since=since, only=only, output_format=output_format, fix=fix, whole=whole)
+    return lint_and_render(LintMode(staged=staged, since=since, whole=whole), families, output_format, root, fix=fix)
+
+
+def lint_and_render(
+    mode: LintMode, families: tuple[str, ...], output_format: str, root: Path | None, *, fix: bool = False
+) -> int:
+    """Lint in ``mode`` and print the report; the exit code (the `kb lint` command and the hooks)."""
     from dataclasses import replace
 
     from kbtools.cli.common import open_kb
     from kbtools.errors import KbError
-    from kbtools.lint.engine import LintMode, run_lint
+    from kbtools.lint.engine import run_lint
 
-    families = _check_args(staged=staged, since=since, only=only, output_format=output_format, fix=fix)
     try:
         _, layout = open_kb(root)
         if fix:
             _fix(layout, output_format)
-        report = run_lint(layout, LintMode(staged=staged, since=since), families)
+        report = run_lint(layout, mode, families)
         notice = layout.locale_notice
     except KbError as exc:
-        if output_format == "text":
+        if output_format in ("text", "sarif"):  # SARIF carries findings; an error is the one-line message
             raise
         typer.echo(render_error(exc, output_format, root), nl=False)
         return int(exc.code)
@@ -129,6 +157,13 @@ def _fix(layout: Layout, output_format: str) -> None:
     )
 
 
+def parse_families(only: str | None) -> tuple[str, ...]:
+    """``--only``'s families (all when None); an unknown one is a usage error."""
+    from kbtools.lint.engine import FAMILIES
+
+    return _families(only, FAMILIES)
+
+
 def _families(only: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
     if only is None:
         return known
@@ -146,6 +181,11 @@ def render(report: LintReport, output_format: str, families: Sequence[str] | Non
 
     ``families``: the families that ran (default: all). A passing run of only some says
     which, and claims nothing about the families it did not run."""
+    if output_format == "sarif":
+        from kbtools import __version__
+        from kbtools.lint.sarif import render_sarif
+
+        return render_sarif(report.problems, version=__version__, fallback_uri="KB.md")
     if output_format == "json":
         import json
 

@@ -30,7 +30,9 @@ class HookDef:
     description: str
     entry: str
     stages: tuple[str, ...] = ("pre-commit", "pre-push", "manual")
-    pass_filenames: bool = False
+    # The files tell a commit (the staged ones) from `pre-commit run --all-files` (all of them);
+    # every hook checks the whole KB either way (kbtools/kb/hookmode.py).
+    pass_filenames: bool = True
     # pre-commit shows a passing hook's output only when the hook is verbose.
     verbose: bool = False
 
@@ -54,33 +56,33 @@ class HookDef:
 FRAMEWORK_HOOKS: tuple[HookDef, ...] = (
     HookDef(
         "kb-lint",
-        "kb lint (every check, staged)",
-        "Every kb lint check against the index vs HEAD.",
-        "kb lint --staged",
+        "kb lint (every check)",
+        "Every kb lint check: the staged changes, the whole KB under --all-files, each pushed commit.",
+        "kb hooks lint",
     ),
     HookDef(
         "kb-raw-immutable",
         "kb raw evidence is immutable",
         "Raw manifest, checksums, append-only manifest, no edited or deleted raw file.",
-        "kb lint --staged --only raw",
+        "kb hooks lint --only raw",
     ),
     HookDef(
         "kb-note-metadata",
         "kb note metadata and links",
         "Note frontmatter (kind, status, sources), source slugs, related and Markdown links.",
-        "kb lint --staged --only notes",
+        "kb hooks lint --only notes",
     ),
     HookDef(
         "kb-index-log",
         "kb canonical index and log",
         "Every active note and raw source listed in the index; the log dated, ordered, append-only.",
-        "kb lint --staged --only index-log",
+        "kb hooks lint --only index-log",
     ),
     HookDef(
         "kb-no-secrets",
         "kb no secrets in evidence or notes",
         "No credential in the raw or note content being committed.",
-        "kb lint --staged --only secrets",
+        "kb hooks lint --only secrets",
     ),
     # Verbose: a rewrite that loses one or two identifiers passes with a warning, and
     # pre-commit hides the output of a passing hook unless the hook is verbose.
@@ -88,7 +90,7 @@ FRAMEWORK_HOOKS: tuple[HookDef, ...] = (
         "kb-identifier-retention",
         "kb identifier retention",
         "A rewrite of a note may not silently drop the identifiers that anchor it.",
-        "kb retention check --staged",
+        "kb hooks retention",
         verbose=True,
     ),
     # Commit time only: it records what the commit holds, nothing to record on a push.
@@ -98,6 +100,7 @@ FRAMEWORK_HOOKS: tuple[HookDef, ...] = (
         "Record the committed wiki pages in the artifact manifest so ingest never learns from them.",
         "kb artifacts record --staged",
         stages=("pre-commit",),
+        pass_filenames=False,
     ),
 )
 # kb-lint already runs the four `--only` families; a config enables it plus the two

@@ -27,15 +27,24 @@ class LintReport:
         return not self.problems
 
 
-def run_lint(layout: Layout, mode: LintMode = LintMode(), families: Iterable[str] = FAMILIES) -> LintReport:
-    """Run every check of the selected families; problems come back deduplicated and sorted."""
+def run_lint(
+    layout: Layout, mode: LintMode = LintMode(), families: Iterable[str] = FAMILIES, *, baseline: bool = True
+) -> LintReport:
+    """Run every check of the selected families; problems come back deduplicated and sorted.
+
+    ``baseline``: leave out the findings the KB's baseline accepts (`kb baseline` lints without)."""
     selected = frozenset(families)
     ctx = build_context(layout, mode, selected)
     try:
         problems = _problems(ctx, selected)
     finally:
         ctx.files.close()
-    notices = (ctx.notice,) if ctx.notice else ()
+    notices: tuple[str, ...] = (ctx.notice,) if ctx.notice else ()
+    if baseline:
+        from kbtools.lint.baseline import apply_baseline
+
+        problems, accepted = apply_baseline(layout.root, problems)
+        notices += (accepted,) if accepted else ()
     return lint_report(problems, len(ctx.raw.files), len(ctx.notes.files), notices)
 
 
@@ -96,6 +105,9 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
     manifests = {ctx.rel(ctx.layout.raw_manifest), ctx.rel(ctx.layout.artifact_manifest)}
     paths = list(dict.fromkeys([ctx.raw_prefix, ctx.note_prefix]))
     base = ctx.repo.head or EMPTY_TREE
+    if ctx.mode.whole:
+        yield from every_line(ctx, manifests)
+        return
     if ctx.mode.history:
         args = ["log", "--root", ctx.mode.log_range, "--", *paths]
     elif ctx.mode.staged:
@@ -140,3 +152,12 @@ def _file_pieces(ctx: LintContext, rel: str) -> ChangedLines:
         fresh += 1
     if fresh:
         yield rel, current
+
+
+def every_line(ctx: LintContext, skip: set[str]) -> ChangedLines:
+    """Whole mode (``pre-commit run --all-files``): every line of every raw and note file."""
+    for layer, prefix in ((ctx.raw, ctx.raw_prefix), (ctx.notes, ctx.note_prefix)):
+        for f in layer.files:
+            rel = f"{prefix}/{f.rel}"
+            if rel not in skip and f.rel not in layer.symlinks:  # a symlink is never followed
+                yield from _file_pieces(ctx, rel)

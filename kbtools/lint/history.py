@@ -53,20 +53,22 @@ class LintMode:
     staged: bool = False
     since: str | None = None
     all_history: bool = False
+    until: str = "HEAD"  # the range's end: a pushed ref at pre-push, else HEAD
+    whole: bool = False  # every file's content and every commit of ``until`` (``pre-commit run --all-files``)
 
     @property
     def whole_history(self) -> bool:
-        return self.all_history or self.since == EMPTY_TREE
+        return self.all_history or self.whole or self.since == EMPTY_TREE
 
     @property
     def history(self) -> bool:
         """A history mode: commits are checked one by one."""
-        return self.since is not None or self.all_history
+        return self.since is not None or self.all_history or self.whole
 
     @property
     def log_range(self) -> str:
         """The ``git log`` range of a history mode."""
-        return "HEAD" if self.whole_history else f"{self.since}..HEAD"
+        return self.until if self.whole_history else f"{self.since}..{self.until}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ def _range(root: Path, mode: LintMode, state: RepoState, paths: list[str]) -> tu
             return [], None
         raise ConfigError("no commit yet: HEAD does not exist", flag)
     if shallow:
-        listed = git(["rev-list", "HEAD" if since is None else f"{since}..HEAD"], root).split()
+        listed = git(["rev-list", mode.until if since is None else f"{since}..{mode.until}"], root).split()
         cut = [c for c in listed if c in shallow]
         if cut:
             raise ConfigError(
@@ -144,7 +146,7 @@ def _range(root: Path, mode: LintMode, state: RepoState, paths: list[str]) -> tu
     commits = commit_changes(root, mode.log_range, paths)
     if since is None:
         return commits, None
-    proc = git(["merge-base", since, "HEAD"], root, check=False).strip()
+    proc = git(["merge-base", since, mode.until], root, check=False).strip()
     if proc == since:
         return commits, None  # REV is an ancestor: its evidence is what the range starts from
     files = tree_diff(root, since, state.head, paths)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,10 @@ class Problem:
     message: str
     path: str | None = None
     line: int | None = None
+    # What identifies the finding in its file when the message does not (a secret: a hash of
+    # the matched value, never the value); the baseline's fingerprint is built from it.
+    # Not part of equality: two reports of one finding are one problem.
+    identity: str | None = field(default=None, compare=False)
 
 
 # Every check of SPEC §3: id → (number, family). The number orders the report; the

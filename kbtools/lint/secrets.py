@@ -9,6 +9,7 @@ never the secret. A line holding ``kb:allow-secret`` marks a deliberate example.
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections.abc import Iterable, Iterator
 
 from kbtools.lint.problem import Problem
@@ -35,7 +36,9 @@ def secret_problems(changes: Iterable[tuple[str, Iterable[tuple[int, str]]]]) ->
                     continue
                 seen.add(key)
                 message = f"secret in {rel}:{line} ({hit.kind})"  # never the secret itself
-                problems.append(Problem(check=CHECK, message=message, path=rel, line=line))
+                # The baseline knows the finding by a hash of the value, so it outlives moved lines.
+                identity = f"{hit.kind}:{hashlib.sha256(block[hit.start : hit.end].encode()).hexdigest()}"
+                problems.append(Problem(check=CHECK, message=message, path=rel, line=line, identity=identity))
     problems.sort(key=lambda p: (p.path or "", p.line or 0, p.message))
     return problems
 

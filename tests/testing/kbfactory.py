@@ -406,3 +406,13 @@ BREAKERS: dict[int, Callable[[Kb], str]] = {
 
 Checks 6 and 7 need git (working tree vs HEAD); the others fire without it.
 """
+
+
+def rebless_raw_edit(kb: Kb, slug: str = "source-1") -> None:
+    """Edit a raw file and rewrite its manifest line to the new hash (not committed): the
+    files agree with each other, only the history shows the edit."""
+    raw = kb.raw_path(slug)
+    old_sha = sha256_bytes(raw.read_bytes())
+    raw.write_bytes(raw.read_bytes() + b"edited after the fact\n")
+    manifest = kb.root / MANIFEST
+    manifest.write_text(manifest.read_text().replace(old_sha, sha256_bytes(raw.read_bytes())))
