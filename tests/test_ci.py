@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from kbtools.kb.hookmode import framework_mode
 from kbtools.lint.history import LintMode
+from kbtools.lint.hookmode import framework_mode
 from kbtools.lint.problem import CHECKS
 from tests.testing.cli import run_kb
 from tests.testing.gitrepo import git

@@ -110,7 +110,7 @@ def _framework_mode(files: Sequence[str]) -> LintMode:
     import os
 
     from kbtools.gitio import git
-    from kbtools.kb.hookmode import framework_mode
+    from kbtools.lint.hookmode import framework_mode
 
     # pre-commit runs hooks from the repository's top, and passes paths relative to it.
     listing = git(["diff", "--cached", "--name-only", "-z"], Path.cwd(), check=False)

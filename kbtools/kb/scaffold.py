@@ -31,7 +31,7 @@ class HookDef:
     entry: str
     stages: tuple[str, ...] = ("pre-commit", "pre-push", "manual")
     # The files tell a commit (the staged ones) from `pre-commit run --all-files` (all of them);
-    # every hook checks the whole KB either way (kbtools/kb/hookmode.py).
+    # every hook checks the whole KB either way (kbtools/lint/hookmode.py).
     pass_filenames: bool = True
     # pre-commit shows a passing hook's output only when the hook is verbose.
     verbose: bool = False
