@@ -21,13 +21,17 @@ def register(app: typer.Typer) -> None:
         locale: Annotated[
             str | None, typer.Option("--locale", help="Raw locale folder (default: the canonical locale).")
         ] = None,
+        index: Annotated[
+            bool, typer.Option("--index", help="Also list the new raw source in the index and log the ingest.")
+        ] = False,
         output_dir: LedgerDirOption = None,
         root: RootOption = None,
     ) -> None:
-        """Write a candidate into the raw layer (frontmatter + manifest line); never overwrites."""
+        """Write a candidate into the raw layer the way `kb raw add` does (frontmatter naming the
+        candidate + manifest line); never overwrites, and never promotes a candidate twice."""
         from kbtools.cli.common import ledger_dir, open_kb
-        from kbtools.ingest.promote import promote as run_promote
         from kbtools.redact import Redactor
+        from kbtools.review.promote import promote as run_promote
 
         config, layout = open_kb(root)
         redactor = Redactor(config.redaction)
@@ -38,5 +42,13 @@ def register(app: typer.Typer) -> None:
             redact=lambda text: redactor.redact(text).text,
             slug=slug,
             locale=locale,
+            index=index,
         )
         print(f"promoted {done.candidate_id[:12]} → {layout.rel(done.path)} (sha256 {done.sha256[:12]})")
+        print(f"  manifest: appended '{done.sha256[:12]}… {done.rel}' to {layout.rel(layout.raw_manifest)}")
+        if done.indexed:
+            print(
+                f"  index: listed `{done.slug}` in {layout.rel(layout.index)}; log: entry added to {layout.rel(layout.log)}"
+            )
+        else:
+            print(f"next: list `{done.slug}` in {layout.rel(layout.index)} and log it (or promote with --index)")

@@ -23,7 +23,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbtools.errors import KbError
@@ -62,6 +62,33 @@ def slug_from_filename(name: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", stem.lower()))
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of evidence to add: a file's bytes, or a document made in memory
+    (a promoted candidate). ``name`` decides the default slug, the title of
+    wrapped text and whether it is Markdown; ``origin`` is what an error names."""
+
+    name: str
+    data: bytes
+    origin: str
+    file: Path | None = None  # the file it was read from (None: made in memory)
+    source_type: str | None = None
+    source_url: str | None = None
+    fields: tuple[tuple[str, str], ...] = ()  # more frontmatter fields it must carry (e.g. candidateId)
+
+
+def read_evidence(source: Path) -> Evidence:
+    if source.is_dir():
+        raise KbError("is a folder; give the evidence files themselves", str(source))
+    if not source.is_file():
+        raise KbError("no such file", str(source))
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise KbError(f"cannot read: {exc.strerror}", str(source)) from None
+    return Evidence(source.name, data, str(source), file=source)
+
+
 def add_raw(
     layout: Layout,
     files: Sequence[Path],
@@ -80,10 +107,27 @@ def add_raw(
     """
     if not files:
         raise KbError("no file given", "kb raw add")
-    if slug is not None and len(files) > 1:
-        raise KbError("--slug names one file; several were given", "kb raw add")
     if source_url is not None and len(files) > 1:
         raise KbError("--source-url describes one file; several were given", "kb raw add")
+    if slug is not None and len(files) > 1:
+        raise KbError("--slug names one file; several were given", "kb raw add")
+    items = [replace(read_evidence(source), source_type=source_type, source_url=source_url) for source in files]
+    return add_evidence(layout, items, locale=locale, slug=slug, now=now)
+
+
+def add_evidence(
+    layout: Layout,
+    items: Sequence[Evidence],
+    *,
+    locale: str | None = None,
+    slug: str | None = None,
+    now: dt.datetime | None = None,
+) -> list[RawAddition]:
+    """The one writer of raw evidence (`kb raw add` and `kb promote`): check every
+    item (slug and locale rules, slugs unique across locales, manifest paths never
+    reused, UTF-8 text, frontmatter), then write each and append its manifest line."""
+    if slug is not None and len(items) > 1:
+        raise KbError("--slug names one file; several were given", "kb raw add")
     locale = locale or layout.canonical_locale
     if not LOCALE_PATTERN.fullmatch(locale):
         raise KbError(f"invalid locale '{locale}' (expected e.g. en, zh-cn)", "--locale")
@@ -92,20 +136,12 @@ def add_raw(
     manifest = ManifestAppender(layout)
     registered = manifest.registered
     planned: list[_Planned] = []
-    for source in files:
-        item = _plan_one(
-            layout,
-            source,
-            locale=locale,
-            slug=slug,
-            source_type=source_type,
-            source_url=source_url,
-            captured_at=captured_at,
-        )
+    for evidence in items:
+        item = _plan_one(layout, evidence, locale=locale, slug=slug, captured_at=captured_at)
         new = item.addition
         if new.in_place:
             if new.rel in registered:
-                raise KbError("already in the raw layer and registered in the manifest", str(source))
+                raise KbError("already in the raw layer and registered in the manifest", evidence.origin)
             taken.pop(new.slug, None)  # the unregistered file being registered where it is
         if new.slug in taken:
             raise KbError(
@@ -116,7 +152,7 @@ def add_raw(
             raise KbError(
                 f"manifest already has a line for {new.rel}; a slug is never reused", layout.rel(layout.raw_manifest)
             )
-        taken[new.slug] = str(source)
+        taken[new.slug] = evidence.origin
         planned.append(item)
     for item in planned:
         if item.addition.in_place:
@@ -128,62 +164,116 @@ def add_raw(
     return [item.addition for item in planned]
 
 
+@dataclass(frozen=True)
+class IndexEntry:
+    """A raw source's row in the index's raw-sources table."""
+
+    slug: str
+    source_type: str
+    source: str
+    summary: str
+
+
+_RAW_HEADING = re.compile(r"^##[ \t]+raw sources?\b.*$", re.I | re.M)
+RAW_TABLE_HEAD = "| slug | type | source | summary |\n| --- | --- | --- | --- |\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def index_with_rows(index_text: str, entries: Sequence[IndexEntry]) -> str:
+    """The index with a row per entry appended to its raw-sources table (made if missing)."""
+    rows = "".join(
+        f"| `{e.slug}` | {_cell(e.source_type)} | {_cell(e.source)} | {_cell(e.summary)} |\n" for e in entries
+    )
+    text = index_text if index_text.endswith("\n") or not index_text else index_text + "\n"
+    heading = _RAW_HEADING.search(text)
+    if heading is None:
+        return f"{text}\n## Raw sources\n\n{RAW_TABLE_HEAD}{rows}"
+    next_heading = re.compile(r"^#{1,2}[ \t]", re.M).search(text, heading.end())
+    section_end = next_heading.start() if next_heading else len(text)
+    section = text[heading.end() : section_end]
+    last_row = None
+    for found in re.finditer(r"^\|.*\n", section, re.M):
+        last_row = found
+    if last_row is None:
+        rest = text[heading.end() :].lstrip("\n")
+        return f"{text[: heading.end()]}\n\n{RAW_TABLE_HEAD}{rows}" + (f"\n{rest}" if rest else "")
+    at = heading.end() + last_row.end()
+    return text[:at] + rows + text[at:]
+
+
+def log_with_entry(log_text: str, *, day: str, op: str, title: str, body: str) -> str:
+    """The log with a dated entry ``## [day] op | title`` appended."""
+    text = log_text if log_text.endswith("\n") or not log_text else log_text + "\n"
+    return f"{text}\n## [{day}] {op} | {' '.join(title.split())}\n\n{body.strip()}\n"
+
+
+def register_in_index_and_log(
+    layout: Layout, entries: Sequence[IndexEntry], *, log_title: str, log_body: str, day: str
+) -> None:
+    """Append the index rows and one log entry (both files must exist: `kb init` makes them)."""
+    for path in (layout.index, layout.log):
+        if not path.is_file():
+            raise KbError("missing; `kb init` makes the index and log", layout.rel(path))
+    index = layout.index.read_text(encoding="utf-8")
+    log = layout.log.read_text(encoding="utf-8")
+    atomic_write_bytes(layout.index, [index_with_rows(index, entries).encode("utf-8")], mode=0o644)
+    new_log = log_with_entry(log, day=day, op="ingest", title=log_title, body=log_body)
+    atomic_write_bytes(layout.log, [new_log.encode("utf-8")], mode=0o644)
+
+
 def _existing_slugs(layout: Layout) -> dict[str, str]:
     """Raw slug → its file, over every locale: lint resolves `sources` by slug alone."""
     return {f.slug: layout.rel(f.path) for f in scan_layer(layout.raw_root).files}
 
 
 def _plan_one(
-    layout: Layout,
-    source: Path,
-    *,
-    locale: str,
-    slug: str | None,
-    source_type: str | None,
-    source_url: str | None,
-    captured_at: dt.datetime,
+    layout: Layout, evidence: Evidence, *, locale: str, slug: str | None, captured_at: dt.datetime
 ) -> _Planned:
-    if source.is_dir():
-        raise KbError("is a folder; give the evidence files themselves", str(source))
-    if not source.is_file():
-        raise KbError("no such file", str(source))
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise KbError(f"cannot read: {exc.strerror}", str(source)) from None
+    data, origin, name = evidence.data, evidence.origin, evidence.name
+    source_type, source_url = evidence.source_type, evidence.source_url
     if b"\0" in data:
-        raise KbError("binary file refused: raw evidence is text (NUL byte found)", str(source))
+        raise KbError("binary file refused: raw evidence is text (NUL byte found)", origin)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise KbError(
-            f"binary file refused: raw evidence is UTF-8 text (invalid byte at offset {exc.start})", str(source)
+            f"binary file refused: raw evidence is UTF-8 text (invalid byte at offset {exc.start})", origin
         ) from None
-    new_slug = slug if slug is not None else slug_from_filename(source.name)
+    new_slug = slug if slug is not None else slug_from_filename(name)
     if not SLUG_PATTERN.fullmatch(new_slug):
         what = f"invalid slug '{new_slug}'" if slug is not None else "cannot derive a slug from the file name"
-        raise KbError(f"{what} (lowercase kebab-case: a-z, 0-9, '-'; use --slug)", str(source))
-    defaults = {
+        raise KbError(f"{what} (lowercase kebab-case: a-z, 0-9, '-'; use --slug)", origin)
+    defaults: dict[str, object] = {
         "sourceType": source_type or DEFAULT_SOURCE_TYPE,
         # Never an absolute local path: it would leak a private path into the KB.
-        "sourceUrl": source_url or f"file:{source.name}",
+        "sourceUrl": source_url or f"file:{name}",
         "capturedAt": captured_at,
         "immutable": True,
+        **dict(evidence.fields),
     }
-    wrapped = not source.name.lower().endswith(MARKDOWN_SUFFIXES)
+    wrapped = not name.lower().endswith(MARKDOWN_SUFFIXES)
     existing: dict[str, object]
     if wrapped:
-        head, body, existing = b"", _fenced(text, source.suffix), {}
-        defaults["title"] = source.name
+        suffix = "." + name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
+        head, body, existing = b"", _fenced(text, suffix), {}
+        defaults["title"] = name
     else:
-        head, body, existing = _split_frontmatter(text, source)
+        head, body, existing = _split_frontmatter(text, origin)
         defaults["title"] = _first_heading(body.decode("utf-8")) or new_slug.replace("-", " ")
-    for key, flag, value in (("sourceType", "--source-type", source_type), ("sourceUrl", "--source-url", source_url)):
+    for key, flag, value in (
+        ("sourceType", "--source-type", source_type),
+        ("sourceUrl", "--source-url", source_url),
+        *((key, key, value) for key, value in evidence.fields),
+    ):
         if value is not None and key in existing and existing[key] != value:
-            raise KbError(f"{flag} '{value}' conflicts with {key} '{existing[key]}' in the frontmatter", str(source))
+            raise KbError(f"{flag} '{value}' conflicts with {key} '{existing[key]}' in the frontmatter", origin)
     if "immutable" in existing and existing["immutable"] is not True:
-        raise KbError(f"immutable is '{existing['immutable']}'; raw evidence is immutable: true", str(source))
-    missing = tuple(key for key in REQUIRED_FIELDS if key not in existing)
+        raise KbError(f"immutable is '{existing['immutable']}'; raw evidence is immutable: true", origin)
+    required = (*REQUIRED_FIELDS, *(key for key, _ in evidence.fields if key not in REQUIRED_FIELDS))
+    missing = tuple(key for key in required if key not in existing)
     newline = "\r\n" if head.endswith(b"\r\n") or (not head and b"\r\n" in body[:200]) else "\n"
     added = "".join(f"{key}: {_yaml_scalar(defaults[key])}{newline}" for key in missing).encode()
     if head:
@@ -201,19 +291,19 @@ def _plan_one(
     rel = f"{locale}/{new_slug}.md"
     path = layer_path(layout.raw_root, locale, new_slug)
     addition = RawAddition(
-        source=source,
+        source=evidence.file or Path(name),
         slug=new_slug,
         path=path,
         rel=rel,
         sha256=sha256_bytes(out),
         wrapped=wrapped,
         fields_added=missing,
-        in_place=path.resolve() == source.resolve(),
+        in_place=evidence.file is not None and path.resolve() == evidence.file.resolve(),
     )
     return _Planned(addition, out)
 
 
-def _split_frontmatter(text: str, source: Path) -> tuple[bytes, bytes, dict[str, object]]:
+def _split_frontmatter(text: str, origin: str) -> tuple[bytes, bytes, dict[str, object]]:
     """(opening fence + frontmatter lines, the rest from the closing fence on minus ``---``, fields).
 
     No frontmatter: (b"", the whole file, {}).
@@ -226,7 +316,7 @@ def _split_frontmatter(text: str, source: Path) -> tuple[bytes, bytes, dict[str,
             return b"", text.encode(), {}
         fields = load_yaml_mapping(block, first_line=2)
     except FrontmatterError as exc:
-        raise KbError(f"frontmatter: {exc.reason}", str(source)) from None
+        raise KbError(f"frontmatter: {exc.reason}", origin) from None
     close = text.index("\n") + 1 + len(block)  # where the closing `---` line starts
     return text[:close].encode(), text[close + 3 :].encode(), fields
 
