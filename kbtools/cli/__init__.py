@@ -33,6 +33,9 @@ COMMAND_MODULES = (
     "verify",
     "retention",
     "promote",
+    "candidates",
+    "search",
+    "mcp",
     "hooks",
     "baseline",
 )

@@ -14,7 +14,7 @@ from kbtools.cli.common import LedgerDirOption, RootOption
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("ingest")
+    @app.command("ingest", short_help="Agent sessions into redacted candidate ledgers.")
     def ingest(
         write: Annotated[
             bool, typer.Option("--write", help="Write the ledgers (default: dry run, nothing written).")

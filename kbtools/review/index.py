@@ -1,0 +1,559 @@
+"""The search index: an embedded SQLite FTS5 database beside the ledgers.
+
+``<output dir>/search-index.sqlite`` holds one FTS5 row per candidate (its
+topic, goal, text and conclusions) and one per wiki note and raw source. The
+ledgers and the KB stay the truth; the index is derived from them and kept in
+step incrementally:
+
+- candidates: each ledger line is known by a hash of its bytes. An update
+  reads the ledger, indexes the lines it has not seen (a new candidate, or one
+  whose row changed) and drops the rows whose line is gone; a ledger whose
+  size, mtime and inode are those last indexed is not read at all. So an
+  unchanged ingest rerun rebuilds nothing, and one that appended a session
+  indexes that session's candidates only.
+- notes and raw evidence: each file is known by its size and mtime; a search
+  over them re-indexes the files that changed and drops the ones that went.
+
+A damaged index is never trusted. After every write the database file's own
+size, mtime and inode are recorded in ``search-index.stamp``; a database that
+does not match its stamp was changed by something else (a crash mid-write, a
+disk error, a hand edit), and one with another schema version or that raises a
+database error during use is damaged: each is deleted and rebuilt from the
+ledgers, never repaired in place. A rebuild forgets which run first saw a candidate:
+all of them count as new in the run that rebuilt it.
+
+Words are indexed as the derived filter normalises them
+(:func:`kbtools.derived.normalise.tokens`: NFKC, lower case, Markdown layout
+stripped, one token per Han/kana/Hangul character), then Porter-stemmed, so a
+query matches across case, punctuation, inflection and scripts without spaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kbtools.errors import KbError
+from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, stat_key
+from kbtools.ingest.ledger import SUMMARY_FILE, ledger_path
+from kbtools.review.rows import Row
+
+INDEX_FILE = "search-index.sqlite"
+STAMP_FILE = "search-index.stamp"
+SCHEMA_VERSION = 1
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# bm25 column weights: a word in the topic or goal says more than one in a long reply.
+CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
+DOC_WEIGHTS = (4.0, 1.0)  # title, body
+SNIPPET_TOKENS = 14
+LAYERS = ("note", "raw")
+
+_SCHEMA = f"""
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE candidate(
+    id INTEGER PRIMARY KEY,
+    candidate_id TEXT NOT NULL UNIQUE,
+    line_hash TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    project_key TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    cluster_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    first_seen TEXT NOT NULL
+);
+CREATE INDEX candidate_line ON candidate(line_hash);
+CREATE VIRTUAL TABLE candidate_fts USING fts5(topic, goal, body, conclusions, tokenize='{TOKENIZER}');
+CREATE TABLE doc(
+    id INTEGER PRIMARY KEY,
+    layer TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    slug TEXT NOT NULL,
+    title TEXT NOT NULL,
+    stamp TEXT NOT NULL,
+    UNIQUE(layer, rel)
+);
+CREATE VIRTUAL TABLE doc_fts USING fts5(title, body, tokenize='{TOKENIZER}');
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+@dataclass(frozen=True)
+class IndexUpdate:
+    """What an update did: ``rebuilt`` names why the index was made anew ("" if not)."""
+
+    rebuilt: str
+    added: int
+    removed: int
+    ledger_read: bool
+    docs_changed: int = 0
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str  # candidate | note | raw
+    ref: str  # the candidate id, or the file's path under its layer root
+    title: str
+    snippet: str  # matched words in [brackets], from the normalised text
+    score: float  # bm25: lower is better
+    tool: str = ""
+    decision: str = ""
+    cluster_id: str = ""
+
+
+def index_path(output_dir: Path) -> Path:
+    return output_dir / INDEX_FILE
+
+
+# --------------------------------------------------------------------------- words
+
+
+def normalised(text: str) -> str:
+    """The words FTS5 indexes: the derived filter's normal form, space-separated."""
+    from kbtools.derived.normalise import tokens
+
+    return b" ".join(tokens(text)).decode("utf-8", "replace")
+
+
+_QUERY_PIECE = re.compile(r'"([^"]*)"|(\S+)')
+
+
+def fts_query(query: str) -> str:
+    """A person's query as an FTS5 expression: every word or quoted phrase must occur.
+
+    Each piece is normalised like the indexed text, so ``tsconfig.json`` is the
+    phrase ``"tsconfig json"`` and ``路径`` the phrase ``"路 径"``; a trailing
+    ``*`` keeps its prefix meaning; FTS5 operators typed by the user are words.
+    """
+    parts: list[str] = []
+    for quoted, bare in _QUERY_PIECE.findall(unicodedata.normalize("NFKC", query)):
+        piece = quoted or bare
+        words = normalised(piece)
+        if words:
+            parts.append(f'"{words}"' + ("*" if bare.endswith("*") else ""))
+    if not parts:
+        raise KbError("the query has no words to search for", repr(query))
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- opening
+
+
+_T = TypeVar("_T")
+
+
+def with_index(output_dir: Path, work: Callable[[sqlite3.Connection], _T], *, rebuild_reason: list[str]) -> _T:
+    """Run ``work`` on an open, trusted index; a database error during it means a
+    damaged file: rebuild once and run again. ``rebuild_reason`` receives why a
+    rebuild happened."""
+    for attempt in (0, 1):
+        con, reason = _open(output_dir, force_new=attempt == 1)
+        if reason:
+            rebuild_reason.append(reason)
+        try:
+            with closing(con):
+                result = work(con)
+                return result
+        except sqlite3.DatabaseError:
+            if attempt == 1:
+                raise
+            rebuild_reason.append("damaged")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=10.0, isolation_level=None)
+    con.execute("PRAGMA journal_mode = DELETE")
+    con.execute("PRAGMA synchronous = NORMAL")
+    return con
+
+
+def _open(output_dir: Path, *, force_new: bool = False) -> tuple[sqlite3.Connection, str]:
+    """The index opened and trusted, and "" — or made anew and why ("missing", "damaged", "schema")."""
+    path = index_path(output_dir)
+    reason = "damaged" if force_new else "missing"
+    if path.exists() and not force_new:
+        try:
+            con = _connect(path)
+            verdict = _trust(con, path, output_dir)
+            if not verdict:
+                return con, ""
+            con.close()
+            reason = verdict
+        except sqlite3.DatabaseError:
+            reason = "damaged"
+    _remove(path)
+    ensure_private_dir(output_dir)
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
+    con = _connect(path)
+    con.executescript(_SCHEMA)
+    _stamp(path, output_dir)
+    return con, reason
+
+
+def _trust(con: sqlite3.Connection, path: Path, output_dir: Path) -> str:
+    """ "" if the open database can be used, else why not. Only kb writes the index, and
+    it stamps every write; a file that does not match its stamp was changed by something
+    else (a crash mid-write, a disk error, an edit) and is rebuilt, not repaired."""
+    (version,) = con.execute("PRAGMA user_version").fetchone()
+    if version != SCHEMA_VERSION:
+        return "schema"
+    if _stamp_text(path) != _read_stamp(output_dir):
+        return "changed"
+    return ""
+
+
+def _remove(path: Path) -> None:
+    for victim in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal")):
+        try:
+            victim.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _stamp_text(path: Path) -> str:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return ""
+    return json.dumps(list(stat_key(st)))
+
+
+def _read_stamp(output_dir: Path) -> str:
+    try:
+        return (output_dir / STAMP_FILE).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return ""
+
+
+def _stamp(path: Path, output_dir: Path) -> None:
+    atomic_write_text(output_dir / STAMP_FILE, _stamp_text(path) + "\n")
+
+
+def _meta(con: sqlite3.Connection, key: str) -> str:
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+def _set_meta(con: sqlite3.Connection, **values: str) -> None:
+    con.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", values.items())
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def _line_hash(line: bytes) -> str:
+    return hashlib.blake2b(line.rstrip(b"\r\n"), digest_size=16).hexdigest()
+
+
+def _ledger_lines(path: Path) -> Iterator[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    yield line
+    except FileNotFoundError:
+        return
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return str(value or "")
+
+
+def candidate_title(row: Row) -> str:
+    """One line that says what a candidate is about: its prompt, else its topic."""
+    goal = " ".join(str(row.get("user_goal") or "").split())
+    return (goal or str(row.get("topic") or ""))[:120]
+
+
+def _candidate_columns(row: Row) -> tuple[str, str, str, str]:
+    conclusions = "\n".join(
+        _as_text(row.get(name)) for name in ("root_cause", "final_solution", "error_messages", "symptoms")
+    )
+    return (
+        normalised(str(row.get("topic") or "").replace(" / ", " ")),
+        normalised(str(row.get("user_goal") or "")),
+        normalised(str(row.get("text") or "")),
+        normalised(conclusions),
+    )
+
+
+def last_run_id(output_dir: Path) -> str:
+    """The run that wrote the ledgers on disk, from its run summary (else a timestamp)."""
+    try:
+        text = (output_dir / SUMMARY_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        text = ""
+    found = re.search(r"^- Run ID: (\S+)", text, re.M)
+    return found.group(1) if found else datetime.now(UTC).strftime("kb-review-%Y%m%dT%H%M%S%fZ")
+
+
+def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | None) -> tuple[int, int, bool]:
+    """Bring the candidate rows in step with the ledger: (added, removed, ledger read)."""
+    path = ledger_path(output_dir, "candidates")
+    try:
+        ledger_stamp = json.dumps(list(stat_key(path.stat())))
+    except FileNotFoundError:
+        ledger_stamp = ""
+    run = run_id or last_run_id(output_dir)
+    if ledger_stamp and ledger_stamp == _meta(con, "ledger_stamp"):
+        if run_id and run_id != _meta(con, "last_run"):
+            _set_meta(con, last_run=run_id)  # a run that changed nothing: nothing of it is new
+        return 0, 0, False
+    known = dict(con.execute("SELECT line_hash, id FROM candidate").fetchall())
+    seen: set[str] = set()
+    fresh: list[tuple[str, Row]] = []
+    for line in _ledger_lines(path):
+        digest = _line_hash(line)
+        if digest in known:
+            seen.add(digest)
+            continue
+        parsed = _parse_candidate(line)
+        if parsed is not None:
+            fresh.append((digest, parsed))
+    gone = [known[d] for d in known.keys() - seen]
+    con.execute("BEGIN IMMEDIATE")
+    first_seen = dict(
+        con.execute(
+            f"SELECT candidate_id, first_seen FROM candidate WHERE id IN ({','.join('?' * len(gone))})", gone
+        ).fetchall()
+        if gone
+        else []
+    )
+    _delete(con, "candidate", gone)
+    added = 0
+    for digest, row in fresh:
+        cid = str(row["candidate_id"])
+        prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
+        if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
+            _delete(con, "candidate", [prior[0]])
+            first_seen[cid] = prior[1]
+        cur = con.execute(
+            "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, created_at, cluster_id,"
+            " title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                cid,
+                digest,
+                str(row.get("tool", "")),
+                str(row.get("decision", "")),
+                str(row.get("project_key", "")),
+                str(row.get("created_at", "")),
+                str(row.get("cluster_id", "")),
+                candidate_title(row),
+                first_seen.get(cid, run),
+            ),
+        )
+        con.execute(
+            "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
+            (cur.lastrowid, *_candidate_columns(row)),
+        )
+        added += cid not in first_seen
+    removed = len(gone) - sum(1 for _, row in fresh if str(row["candidate_id"]) in first_seen)
+    _set_meta(con, ledger_stamp=ledger_stamp, last_run=run)
+    con.execute("COMMIT")
+    return added, removed, True
+
+
+def _parse_candidate(line: bytes) -> Row | None:
+    """A candidate row, or None for a malformed line (skipped, as every ledger reader does)."""
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("candidate_id", "text")):
+        return None
+    return row
+
+
+def _delete(con: sqlite3.Connection, table: str, ids: Sequence[int]) -> None:
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        con.execute(f"DELETE FROM {table} WHERE id IN ({marks})", chunk)
+        con.execute(f"DELETE FROM {table}_fts WHERE rowid IN ({marks})", chunk)
+
+
+# --------------------------------------------------------------------------- notes and raw evidence
+
+
+_TITLE = re.compile(r"^title:[ \t]*(.*?)[ \t]*$", re.M)
+
+
+def _doc_columns(text: str, slug: str) -> tuple[str, str]:
+    from kbtools.kb.frontmatter import FrontmatterError, split_frontmatter
+
+    try:
+        block, body, _ = split_frontmatter(text)
+    except FrontmatterError:
+        block, body = None, text
+    found = _TITLE.search(block or "")
+    title = found.group(1).strip("'\"") if found else ""
+    if not title:
+        heading = re.search(r"^#[ \t]+(.+?)[ \t#]*$", body, re.M)
+        title = heading.group(1) if heading else slug.replace("-", " ")
+    return title, body
+
+
+def _sync_docs(con: sqlite3.Connection, roots: Sequence[tuple[str, Path]]) -> int:
+    """Re-index the notes and raw files that changed; drop the ones that went. Returns the count."""
+    from kbtools.kb.tree import read_regular, scan_layer
+
+    known = {
+        (layer, rel): (doc_id, stamp)
+        for doc_id, layer, rel, stamp in con.execute("SELECT id, layer, rel, stamp FROM doc")
+    }
+    current: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for layer, root in roots:
+        if not root.is_dir():
+            continue
+        for f in scan_layer(root).files:
+            try:
+                st = os.stat(f.abspath)
+            except OSError:
+                continue
+            current[(layer, f.rel)] = (f"{st.st_size}:{st.st_mtime_ns}", f.slug, f.abspath)
+    changed = [key for key, (stamp, _, _) in current.items() if known.get(key, (0, ""))[1] != stamp]
+    gone = [known[key][0] for key in known.keys() - current.keys()]
+    if not changed and not gone:
+        return 0
+    con.execute("BEGIN IMMEDIATE")
+    _delete(con, "doc", gone + [known[key][0] for key in changed if key in known])
+    for key in changed:
+        stamp, slug, abspath = current[key]
+        try:
+            text = read_regular(Path(abspath)).decode("utf-8", "replace")
+        except OSError:
+            continue
+        title, body = _doc_columns(text, slug)
+        cur = con.execute(
+            "INSERT INTO doc(layer, rel, slug, title, stamp) VALUES(?, ?, ?, ?, ?)", (*key, slug, title, stamp)
+        )
+        con.execute(
+            "INSERT INTO doc_fts(rowid, title, body) VALUES(?, ?, ?)",
+            (cur.lastrowid, normalised(title), normalised(body)),
+        )
+    con.execute("COMMIT")
+    return len(changed) + len(gone)
+
+
+# --------------------------------------------------------------------------- the public functions
+
+
+def update_index(
+    output_dir: Path, *, run_id: str | None = None, doc_roots: Sequence[tuple[str, Path]] = ()
+) -> IndexUpdate:
+    """Bring the index in step with the ledger (and the given note/raw roots).
+
+    ``run_id`` is the ingest run that just wrote the ledger (default: the one its
+    run summary names); candidates it added count as new in that run."""
+    reasons: list[str] = []
+
+    def work(con: sqlite3.Connection) -> IndexUpdate:
+        added, removed, read = _sync_candidates(con, output_dir, run_id)
+        docs = _sync_docs(con, doc_roots) if doc_roots else 0
+        if read or docs:
+            _stamp(index_path(output_dir), output_dir)
+        return IndexUpdate(reasons[-1] if reasons else "", added, removed, read, docs)
+
+    return with_index(output_dir, work, rebuild_reason=reasons)
+
+
+def search_candidates(
+    output_dir: Path,
+    query: str,
+    *,
+    limit: int = 20,
+    tool: str | None = None,
+    decision: str | None = None,
+) -> list[Hit]:
+    """Candidates ranked by bm25 for ``query`` (the index brought up to date first)."""
+    expression = fts_query(query)
+    reasons: list[str] = []
+
+    def work(con: sqlite3.Connection) -> list[Hit]:
+        if _sync_candidates(con, output_dir, None)[2]:
+            _stamp(index_path(output_dir), output_dir)
+        where, args = ["candidate_fts MATCH ?"], [expression]
+        for column, value in (("tool", tool), ("decision", decision)):
+            if value:
+                where.append(f"c.{column} = ?")
+                args.append(value)
+        sql = (
+            "SELECT c.candidate_id, c.title, snippet(candidate_fts, -1, '[', ']', '…', ?),"
+            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id"
+            " FROM candidate_fts JOIN candidate c ON c.id = candidate_fts.rowid"
+            f" WHERE {' AND '.join(where)} ORDER BY score LIMIT ?"
+        )
+        rows = con.execute(sql, (SNIPPET_TOKENS, *args, limit)).fetchall()
+        return [Hit("candidate", cid, title, snip, score, t, d, c) for cid, title, snip, score, t, d, c in rows]
+
+    return with_index(output_dir, work, rebuild_reason=reasons)
+
+
+def search_everything(
+    output_dir: Path, query: str, *, doc_roots: Sequence[tuple[str, Path]], limit: int = 20
+) -> list[Hit]:
+    """Candidates, wiki notes and raw evidence ranked together for ``query``.
+
+    bm25 scores of two tables are not on one scale, so the lists are merged by
+    rank (round-robin by score order within each), notes first at equal rank."""
+    expression = fts_query(query)
+    reasons: list[str] = []
+
+    def work(con: sqlite3.Connection) -> list[Hit]:
+        changed = (
+            _sync_candidates(con, output_dir, None)[2] if ledger_path(output_dir, "candidates").exists() else False
+        )
+        if _sync_docs(con, doc_roots) or changed:
+            _stamp(index_path(output_dir), output_dir)
+        docs = con.execute(
+            "SELECT d.layer, d.rel, d.title, snippet(doc_fts, 1, '[', ']', '…', ?),"
+            f" bm25(doc_fts, {', '.join(map(str, DOC_WEIGHTS))}) AS score"
+            " FROM doc_fts JOIN doc d ON d.id = doc_fts.rowid WHERE doc_fts MATCH ? ORDER BY score LIMIT ?",
+            (SNIPPET_TOKENS, expression, limit),
+        ).fetchall()
+        doc_hits = [Hit(layer, rel, title, snip, score) for layer, rel, title, snip, score in docs]
+        cands = con.execute(
+            "SELECT c.candidate_id, c.title, snippet(candidate_fts, -1, '[', ']', '…', ?),"
+            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id"
+            " FROM candidate_fts JOIN candidate c ON c.id = candidate_fts.rowid"
+            " WHERE candidate_fts MATCH ? ORDER BY score LIMIT ?",
+            (SNIPPET_TOKENS, expression, limit),
+        ).fetchall()
+        cand_hits = [Hit("candidate", cid, t, s, sc, tl, d, c) for cid, t, s, sc, tl, d, c in cands]
+        merged: list[Hit] = []
+        for pair in zip_longest_hits(doc_hits, cand_hits):
+            merged.extend(pair)
+        return merged[:limit]
+
+    return with_index(output_dir, work, rebuild_reason=reasons)
+
+
+def zip_longest_hits(first: list[Hit], second: list[Hit]) -> Iterator[list[Hit]]:
+    for i in range(max(len(first), len(second))):
+        yield [h[i] for h in (first, second) if i < len(h)]
+
+
+def first_seen(output_dir: Path) -> tuple[str, dict[str, str]]:
+    """(the last run, candidate id → the run that first saw it), the index brought up to date."""
+    reasons: list[str] = []
+
+    def work(con: sqlite3.Connection) -> tuple[str, dict[str, str]]:
+        if _sync_candidates(con, output_dir, None)[2]:
+            _stamp(index_path(output_dir), output_dir)
+        seen = dict(con.execute("SELECT candidate_id, first_seen FROM candidate").fetchall())
+        return _meta(con, "last_run"), seen
+
+    return with_index(output_dir, work, rebuild_reason=reasons)
