@@ -368,13 +368,9 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
 
 def _parse_candidate(line: bytes) -> Row | None:
     """A candidate row, or None for a malformed line (skipped, as every ledger reader does)."""
-    try:
-        row = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("candidate_id", "text")):
-        return None
-    return row
+    from kbtools.ingest.rows import decode
+
+    return decode(line, "candidates")
 
 
 def _delete(con: sqlite3.Connection, table: str, ids: Sequence[int]) -> None:

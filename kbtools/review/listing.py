@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbtools.errors import KbError
 from kbtools.ingest.candidates import split_messages
-from kbtools.ingest.ledger import KNOWLEDGE_FIELDS
+from kbtools.ingest.rows import KNOWLEDGE_FIELDS
 from kbtools.review.rows import MIN_PREFIX, Row, project_matches
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
