@@ -20,9 +20,7 @@ ID_CHARS = 12
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        name="candidates", help="List, read and search ingest candidates.", no_args_is_help=True
-    )
+    group = typer.Typer(name="candidates", help="List, read and search ingest candidates.", no_args_is_help=True)
     app.add_typer(group)
 
     @group.command("list", short_help="List candidates, filtered.")

@@ -72,7 +72,9 @@ def test_promote_obeys_the_slug_rules_of_raw_add(env: IngestEnv, tmp_path: Path)
     evidence = tmp_path / f"{taken}.md"
     evidence.write_text("# Some evidence\n\nText.\n")
     by_raw_add = run_kb("raw", "add", str(evidence), "--locale", "ja", "--root", str(root))
-    by_promote = run_kb("promote", str(candidate["candidate_id"]), "--slug", taken, "--locale", "ja", "--root", str(root))
+    by_promote = run_kb(
+        "promote", str(candidate["candidate_id"]), "--slug", taken, "--locale", "ja", "--root", str(root)
+    )
     assert by_raw_add.code == by_promote.code == 2
     assert f"raw slug '{taken}' already exists" in by_raw_add.err
     assert f"raw slug '{taken}' already exists" in by_promote.err
@@ -85,7 +87,9 @@ def test_promote_obeys_the_slug_rules_of_raw_add(env: IngestEnv, tmp_path: Path)
 def test_promote_with_index_lists_the_source_and_logs_it_so_lint_passes(env: IngestEnv, tmp_path: Path) -> None:
     root, candidate = ingested_kb(env, tmp_path)
     log_before = (root / "src/content/information/zh-cn/kb-log.md").read_text()
-    result = run_kb("promote", str(candidate["candidate_id"]), "--slug", "ts-path-alias", "--index", "--root", str(root))
+    result = run_kb(
+        "promote", str(candidate["candidate_id"]), "--slug", "ts-path-alias", "--index", "--root", str(root)
+    )
     assert result.code == 0, result.err
     index = (root / "src/content/information/zh-cn/kb-index.md").read_text()
     assert "| `ts-path-alias` | session |" in index
