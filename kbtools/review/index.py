@@ -50,7 +50,7 @@ from kbtools.review.rows import Row
 
 INDEX_FILE = "search-index.sqlite"
 STAMP_FILE = "search-index.stamp"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights: a word in the topic or goal says more than one in a long reply.
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
@@ -67,8 +67,11 @@ CREATE TABLE candidate(
     tool TEXT NOT NULL,
     decision TEXT NOT NULL,
     project_key TEXT NOT NULL,
+    session_key TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    cluster_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    cluster_id TEXT NOT NULL DEFAULT '',
+    cluster_size INTEGER NOT NULL DEFAULT 1,
     title TEXT NOT NULL,
     first_seen TEXT NOT NULL
 );
@@ -97,6 +100,8 @@ class IndexUpdate:
     removed: int
     ledger_read: bool
     docs_changed: int = 0
+    clusters: int = 0  # clusters of two or more candidates, after the update
+    clustered: int = 0  # candidates in them
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class Hit:
     tool: str = ""
     decision: str = ""
     cluster_id: str = ""
+    cluster_size: int = 1
 
 
 def index_path(output_dir: Path) -> Path:
@@ -308,22 +314,30 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
     except FileNotFoundError:
         ledger_stamp = ""
     run = run_id or last_run_id(output_dir)
-    if ledger_stamp and ledger_stamp == _meta(con, "ledger_stamp"):
-        if run_id and run_id != _meta(con, "last_run"):
-            _set_meta(con, last_run=run_id)  # a run that changed nothing: nothing of it is new
+    version = _manifest_version(output_dir)
+    if ledger_stamp and (
+        ledger_stamp == _meta(con, "ledger_stamp")
+        or (version == _meta(con, "manifest_version") and _size(ledger_stamp) == _size(_meta(con, "ledger_stamp")))
+    ):
+        # The same lines: an unchanged rerun rewrites the ledger (a new inode) with the same bytes.
+        if run_id and run_id != _meta(con, "last_run") or ledger_stamp != _meta(con, "ledger_stamp"):
+            con.execute("BEGIN IMMEDIATE")
+            _set_meta(con, last_run=run_id or _meta(con, "last_run"), ledger_stamp=ledger_stamp)
+            con.execute("COMMIT")
+            _stamp(index_path(output_dir), output_dir)
         return 0, 0, False
     known = dict(con.execute("SELECT line_hash, id FROM candidate").fetchall())
-    seen: set[str] = set()
-    fresh: list[tuple[str, Row]] = []
-    for line in _ledger_lines(path):
+    seen: dict[str, int] = {}  # line hash → its position in the ledger
+    fresh: list[tuple[str, int, Row]] = []
+    for position, line in enumerate(_ledger_lines(path)):
         digest = _line_hash(line)
         if digest in known:
-            seen.add(digest)
+            seen[digest] = position
             continue
         parsed = _parse_candidate(line)
         if parsed is not None:
-            fresh.append((digest, parsed))
-    gone = [known[d] for d in known.keys() - seen]
+            fresh.append((digest, position, parsed))
+    gone = [known[d] for d in known.keys() - seen.keys()]
     con.execute("BEGIN IMMEDIATE")
     first_seen = dict(
         con.execute(
@@ -333,24 +347,26 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
         else []
     )
     _delete(con, "candidate", gone)
+    con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", ((p, d) for d, p in seen.items()))
     added = 0
-    for digest, row in fresh:
+    for digest, position, row in fresh:
         cid = str(row["candidate_id"])
         prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
         if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
             _delete(con, "candidate", [prior[0]])
             first_seen[cid] = prior[1]
         cur = con.execute(
-            "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, created_at, cluster_id,"
-            " title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
+            " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 cid,
                 digest,
                 str(row.get("tool", "")),
                 str(row.get("decision", "")),
                 str(row.get("project_key", "")),
+                str(row.get("session_key", "")),
                 str(row.get("created_at", "")),
-                str(row.get("cluster_id", "")),
+                position,
                 candidate_title(row),
                 first_seen.get(cid, run),
             ),
@@ -360,10 +376,58 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             (cur.lastrowid, *_candidate_columns(row)),
         )
         added += cid not in first_seen
-    removed = len(gone) - sum(1 for _, row in fresh if str(row["candidate_id"]) in first_seen)
-    _set_meta(con, ledger_stamp=ledger_stamp, last_run=run)
+    removed = len(gone) - sum(1 for _, _, row in fresh if str(row["candidate_id"]) in first_seen)
+    if fresh or gone:
+        _recluster(con)
+    _set_meta(con, ledger_stamp=ledger_stamp, last_run=run, manifest_version=version)
     con.execute("COMMIT")
     return added, removed, True
+
+
+def _size(stamp: str) -> int:
+    try:
+        return int(json.loads(stamp)[0]) if stamp else -1
+    except (ValueError, IndexError, TypeError):
+        return -1
+
+
+def _manifest_version(output_dir: Path) -> str:
+    """What the manifest says of the candidate lines: every source's rows digest and count
+    (a digest of the lines it was written with), so an unchanged ledger need not be read."""
+    from kbtools.ingest.ledger import iter_ledger
+
+    digest = hashlib.blake2b(digest_size=16)
+    for row in iter_ledger(ledger_path(output_dir, "manifest"), "manifest"):
+        if row is not None:
+            digest.update(f"{row['source_key']}\0{row.get('rows_digest', '')}\0{row['candidate_count']}\n".encode())
+    return digest.hexdigest()
+
+
+def _recluster(con: sqlite3.Connection) -> None:
+    """Near-duplicate clusters over the whole ledger (see :mod:`kbtools.review.clusters`),
+    from the normalised words the index already holds; only changed rows are written."""
+    from kbtools.review.clusters import Member, clusters
+
+    rows = con.execute(
+        "SELECT c.candidate_id, c.session_key, f.body, c.cluster_id, c.cluster_size, c.decision"
+        " FROM candidate c JOIN candidate_fts f ON f.rowid = c.id ORDER BY c.position"
+    )
+    before: dict[str, tuple[str, int]] = {}
+
+    def members() -> Iterator[Member]:
+        for cid, session, body, cluster_id, size, decision in rows:
+            before[cid] = (cluster_id, size)
+            if decision != "duplicate":  # an exact duplicate is marked as such, not clustered again
+                yield Member(cid, session, body.encode("utf-8").split())
+
+    after = clusters(members())
+    changes = [(*after.get(cid, ("", 1)), cid) for cid, was in before.items() if after.get(cid, ("", 1)) != was]
+    con.executemany("UPDATE candidate SET cluster_id = ?, cluster_size = ? WHERE candidate_id = ?", changes)
+
+
+def _cluster_counts(con: sqlite3.Connection) -> tuple[int, int]:
+    row = con.execute("SELECT COUNT(DISTINCT cluster_id), COUNT(*) FROM candidate WHERE cluster_id != ''").fetchone()
+    return int(row[0]), int(row[1])
 
 
 def _parse_candidate(line: bytes) -> Row | None:
@@ -461,7 +525,7 @@ def update_index(
         docs = _sync_docs(con, doc_roots) if doc_roots else 0
         if read or docs:
             _stamp(index_path(output_dir), output_dir)
-        return IndexUpdate(reasons[-1] if reasons else "", added, removed, read, docs)
+        return IndexUpdate(reasons[-1] if reasons else "", added, removed, read, docs, *_cluster_counts(con))
 
     return with_index(output_dir, work, rebuild_reason=reasons)
 
@@ -488,12 +552,12 @@ def search_candidates(
                 args.append(value)
         sql = (
             "SELECT c.candidate_id, c.title, snippet(candidate_fts, -1, '[', ']', '…', ?),"
-            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id"
+            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id, c.cluster_size"
             " FROM candidate_fts JOIN candidate c ON c.id = candidate_fts.rowid"
             f" WHERE {' AND '.join(where)} ORDER BY score LIMIT ?"
         )
         rows = con.execute(sql, (SNIPPET_TOKENS, *args, limit)).fetchall()
-        return [Hit("candidate", cid, title, snip, score, t, d, c) for cid, title, snip, score, t, d, c in rows]
+        return [Hit("candidate", *row) for row in rows]
 
     return with_index(output_dir, work, rebuild_reason=reasons)
 
@@ -523,12 +587,12 @@ def search_everything(
         doc_hits = [Hit(layer, rel, title, snip, score) for layer, rel, title, snip, score in docs]
         cands = con.execute(
             "SELECT c.candidate_id, c.title, snippet(candidate_fts, -1, '[', ']', '…', ?),"
-            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id"
+            f" bm25(candidate_fts, {', '.join(map(str, CANDIDATE_WEIGHTS))}) AS score, c.tool, c.decision, c.cluster_id, c.cluster_size"
             " FROM candidate_fts JOIN candidate c ON c.id = candidate_fts.rowid"
             " WHERE candidate_fts MATCH ? ORDER BY score LIMIT ?",
             (SNIPPET_TOKENS, expression, limit),
         ).fetchall()
-        cand_hits = [Hit("candidate", cid, t, s, sc, tl, d, c) for cid, t, s, sc, tl, d, c in cands]
+        cand_hits = [Hit("candidate", *row) for row in cands]
         merged: list[Hit] = []
         for pair in zip_longest_hits(doc_hits, cand_hits):
             merged.extend(pair)
@@ -542,14 +606,45 @@ def zip_longest_hits(first: list[Hit], second: list[Hit]) -> Iterator[list[Hit]]
         yield [h[i] for h in (first, second) if i < len(h)]
 
 
-def first_seen(output_dir: Path) -> tuple[str, dict[str, str]]:
-    """(the last run, candidate id → the run that first saw it), the index brought up to date."""
+@dataclass(frozen=True)
+class CandidateState:
+    """What the index knows of each candidate beyond its ledger row."""
+
+    last_run: str
+    first_seen: dict[str, str]  # candidate id → the run that first saw it
+    clusters: dict[str, tuple[str, int]]  # candidate id → (cluster id, cluster size), clustered ones only
+
+    @property
+    def new_ids(self) -> frozenset[str]:
+        return frozenset(cid for cid, run in self.first_seen.items() if run == self.last_run)
+
+    def annotated(self, row: Row) -> Row:
+        """The row with its cluster, as the review commands show every candidate."""
+        cluster_id, size = self.clusters.get(str(row["candidate_id"]), ("", 1))
+        return {**row, "cluster_id": cluster_id, "cluster_size": size}
+
+
+def candidate_state(output_dir: Path) -> CandidateState:
+    """The index's knowledge of the candidates, the index brought up to date first."""
     reasons: list[str] = []
 
-    def work(con: sqlite3.Connection) -> tuple[str, dict[str, str]]:
+    def work(con: sqlite3.Connection) -> CandidateState:
         if _sync_candidates(con, output_dir, None)[2]:
             _stamp(index_path(output_dir), output_dir)
-        seen = dict(con.execute("SELECT candidate_id, first_seen FROM candidate").fetchall())
-        return _meta(con, "last_run"), seen
+        seen: dict[str, str] = {}
+        grouped: dict[str, tuple[str, int]] = {}
+        for cid, run, cluster_id, size in con.execute(
+            "SELECT candidate_id, first_seen, cluster_id, cluster_size FROM candidate"
+        ):
+            seen[cid] = run
+            if cluster_id:
+                grouped[cid] = (cluster_id, size)
+        return CandidateState(_meta(con, "last_run"), seen, grouped)
 
     return with_index(output_dir, work, rebuild_reason=reasons)
+
+
+def first_seen(output_dir: Path) -> tuple[str, dict[str, str]]:
+    """(the last run, candidate id → the run that first saw it)."""
+    state = candidate_state(output_dir)
+    return state.last_run, state.first_seen

@@ -9,7 +9,7 @@ from typing import Any
 
 from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
-from kbtools.review.index import Hit, first_seen, search_candidates, search_everything
+from kbtools.review.index import Hit, candidate_state, search_candidates, search_everything
 from kbtools.review.listing import (
     CandidateDetail,
     CandidateFilter,
@@ -45,9 +45,9 @@ class Review:
         limit: int | None = None,
     ) -> list[Listed]:
         wanted = CandidateFilter(decision, tool, project, since, until, new, cluster, promoted)
-        rows = list(iter_candidates(self.output_dir))
-        last_run, seen = first_seen(self.output_dir)
-        new_ids = frozenset(cid for cid, run in seen.items() if run == last_run)
+        state = candidate_state(self.output_dir)
+        rows = [state.annotated(row) for row in iter_candidates(self.output_dir)]
+        new_ids = state.new_ids
         if one_per_cluster:
             shown: set[str] = set()
             kept = []
@@ -60,8 +60,9 @@ class Review:
         return select_candidates(rows, wanted, new_ids=new_ids, promoted=promoted_candidates(self.layout), limit=limit)
 
     def show_candidate(self, candidate_id: str) -> CandidateDetail:
-        row = find_candidate(self.output_dir, candidate_id)
-        rows = list(iter_candidates(self.output_dir)) if row.get("cluster_id") else [row]
+        state = candidate_state(self.output_dir)
+        row = state.annotated(find_candidate(self.output_dir, candidate_id))
+        rows = [state.annotated(r) for r in iter_candidates(self.output_dir)] if row["cluster_id"] else [row]
         return candidate_detail(
             row,
             rows,
