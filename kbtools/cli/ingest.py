@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kbtools.cli.common import LedgerDirOption, RootOption
+
+if TYPE_CHECKING:
+    from kbtools.review.run_report import RunReview
 
 
 def register(app: typer.Typer) -> None:
@@ -59,6 +63,15 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--jobs", min=1, help="Worker processes (default: the number of cores).")
         ] = None,
         prune: Annotated[bool, typer.Option("--prune", help="Drop ledger rows of sources not seen this run.")] = False,
+        explain: Annotated[
+            str | None,
+            typer.Option(
+                "--explain",
+                metavar="SOURCE_KEY",
+                help="Print which local file or row a source key (or candidate id) came from and why it failed; "
+                "to a terminal only, nothing is ingested or written.",
+            ),
+        ] = None,
         root: RootOption = None,
     ) -> None:
         """Turn agent session transcripts into redacted candidate ledgers.
@@ -84,6 +97,9 @@ def register(app: typer.Typer) -> None:
             hindsight_timeout=config.ingest.hindsight_timeout,
             hindsight_retries=config.ingest.hindsight_retries,
         )
+        if explain is not None:
+            _explain(ledger_dir(layout, output_dir), explain, settings, layout.rel)
+            return
         request = IngestRequest(
             config=config,
             layout=layout,
@@ -94,30 +110,131 @@ def register(app: typer.Typer) -> None:
             derived_filter=not no_derived_filter,
             jobs=jobs or config.ingest.jobs or os.cpu_count() or 1,
         )
-        progress = _ProgressLine() if sys.stderr.isatty() else None
+        terminal = sys.stderr.isatty()
+        progress = _ProgressBar() if terminal else None
         try:
-            summary = run_ingest(request, progress=progress)
+            summary = run_ingest(
+                request, progress=progress, on_discovered=progress.start if progress is not None else None
+            )
         finally:
             if progress is not None:
                 progress.close()
         for warning in summary.warnings:
             print(f"kb: WARNING: {warning}", file=sys.stderr)
-        print(json.dumps(summary.as_dict(), ensure_ascii=False, separators=(",", ":")))
+        from kbtools.review.run_report import cluster_settings, note_clusters_in_summary, review_run
+
+        payload = summary.as_dict()
+        review = None
+        if write:
+            review = review_run(request.output_dir, str(payload["run_id"]))
+            note_clusters_in_summary(request.output_dir, review)
+            payload["clusters"] = review.cluster_summary()
+        else:
+            payload["clusters"] = cluster_settings()
+        print(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+        if terminal:
+            print(_text_summary(payload, review, layout.rel(request.output_dir)), file=sys.stderr, end="")
 
 
-class _ProgressLine:
-    """A one-line counter on a terminal's stderr (the total is unknown while discovering)."""
+def _text_summary(payload: dict[str, Any], review: RunReview | None, where: str) -> str:
+    """A few lines for a person: per agent what was read, new candidates, clusters, failures."""
+    seconds = _seconds(str(payload.get("started_at", "")), str(payload.get("finished_at", "")))
+    head = (
+        f"kb ingest: {payload.get('discovered', 0)} source(s) in {seconds:.1f} s; "
+        f"{payload.get('candidates', 0)} candidate(s)"
+    )
+    if review is None:
+        return f"{head} (dry run: nothing written; add --write to write the ledgers in {where})\n"
+    lines = [f"{head}; ledgers in {where}"]
+    for agent in review.agents:
+        lines.append(
+            f"  {agent.tool:<15} {agent.read:>5} read  {agent.unchanged:>5} unchanged  "
+            f"{agent.new_candidates:>5} new candidate(s)  {agent.clustered:>5} in clusters  {agent.failed:>3} failed"
+        )
+    update = review.update
+    lines.append(
+        f"  near-duplicate clusters: {update.clusters} ({update.clustered} candidates, threshold "
+        f"{payload['clusters']['threshold']}); `kb candidates list --new` lists what this run added"
+    )
+    if review.failed_keys:
+        keys = ", ".join(key[:12] for key in review.failed_keys[:3])
+        more = f" (+{len(review.failed_keys) - 3} more)" if len(review.failed_keys) > 3 else ""
+        lines.append(f"  failed: {keys}{more}; see `kb ingest --explain <key>`")
+    return "\n".join(lines) + "\n"
+
+
+def _seconds(started: str, finished: str) -> float:
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    except ValueError:
+        return 0.0
+
+
+def _explain(output_dir: Path, key: str, settings: Any, rel: Callable[[Path], str]) -> None:
+    """Where a source came from, to the terminal only (a path is private: never to a file or pipe)."""
+    from kbtools.errors import KbError
+    from kbtools.ingest.pipeline import discover
+    from kbtools.review.explain import explain
+
+    if not sys.stdout.isatty():
+        raise KbError("--explain prints private paths to a terminal only; stdout is not a terminal", "--explain")
+    found = explain(output_dir, key, discover(settings))
+    row = found.row
+    lines = [f"source {row['source_key']}"]
+    if found.via_candidate:
+        lines.append(f"  (the source of candidate {found.via_candidate[:12]})")
+    lines.append(f"  {row['tool']} {row['record_type']} ({row['format']}): {row['parse_status']}")
+    lines.append(f"  from: {found.locator or 'not among the sources found now (moved, deleted or another --*-dir?)'}")
+    if row.get("error"):
+        lines.append(f"  error: {row['error']}")
+    if row.get("skip_reason"):
+        lines.append(f"  skip reason: {row['skip_reason']}")
+    lines.append(f"  candidates: {row.get('candidate_count', 0)}; ledgers in {rel(output_dir)}")
+    print("\n".join(lines))
+
+
+class _ProgressBar:
+    """A progress bar on a terminal's stderr (rich, imported only when one is drawn):
+    sources done of the total discovered, rate and time left."""
 
     def __init__(self) -> None:
-        self.shown = False
+        self._bar: Any = None
+        self._task: Any = None
+
+    def start(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("kb ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+        )
+        self._task = self._bar.add_task("sources", total=total, rate="")
+        self._bar.start()
 
     def __call__(self, done: int) -> None:
-        if done % 10 == 0 or done < 10:
-            sys.stderr.write(f"\rkb ingest: {done} source(s)")
-            sys.stderr.flush()
-            self.shown = True
+        if self._bar is None:
+            return
+        task = self._bar.tasks[0]
+        rate = f"{task.speed:,.0f} sources/s" if task.speed else ""
+        self._bar.update(self._task, completed=done, rate=rate)
 
     def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -232,7 +232,15 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     return sources.discover_all(settings)
 
 
-def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None = None) -> IngestSummary:
+def run_ingest(
+    request: IngestRequest,
+    *,
+    progress: Callable[[int], None] | None = None,
+    on_discovered: Callable[[int], None] | None = None,
+) -> IngestSummary:
+    """``progress`` is called with the number of sources done after each; ``on_discovered``,
+    if given, once with the number of sources found before any is read (discovery is then
+    finished first, so that a progress bar has its total)."""
     started = _now()
     run_id = new_run_id(started)
     run_at = iso_moment(started)
@@ -283,7 +291,12 @@ def run_ingest(request: IngestRequest, *, progress: Callable[[int], None] | None
         counts = Counts()
         dedup = Deduplicator()
         state = _RunState(run_id, request, sink, counts, dedup, ctx)
-        for outcome in outcomes(discover(request.settings), ctx, pool):
+        refs = discover(request.settings)
+        if on_discovered is not None:
+            found = list(refs)
+            on_discovered(len(found))
+            refs = iter(found)
+        for outcome in outcomes(refs, ctx, pool):
             counts.discovered += 1
             state.take(outcome, prior, run_at)
             if state.journalled >= PARTIAL_EVERY:

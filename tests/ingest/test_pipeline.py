@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from kbtools.redact import REDACTION_VERSION
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_jsonl, tech_turn
-from tests.testing.cli import kb_command, run_kb
+from tests.testing.cli import kb_command, run_kb, run_on_terminal
 from tests.testing.sessions import age, assistant, user, write_lines, write_omp_advisor, write_omp_session
 
 # Every test here runs with ingest's caches and without them (see conftest.cache_mode).
@@ -507,29 +505,14 @@ def test_two_files_sharing_an_identity_are_both_kept_and_both_reused(env: Ingest
 
 
 def test_progress_goes_to_stderr_only_when_it_is_a_terminal(env: IngestEnv) -> None:
-    pty = pytest.importorskip("pty")
+    pytest.importorskip("pty")
     omp_session(env)
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.run(
-            [*kb_command(), *env.args(write=False)], cwd=env.root, stdout=subprocess.PIPE, stderr=slave, timeout=120
-        )
-        os.close(slave)
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child side is closed and drained
-                break
-            if not chunk:
-                break
-            terminal += chunk
-    finally:
-        os.close(master)
-    assert proc.returncode == 0
-    assert b"kb ingest: 1 source(s)" in terminal
-    (line,) = proc.stdout.decode().splitlines()  # stdout stays one JSON line
-    assert json.loads(line)["dry_run"] is True
+    code, out, terminal = run_on_terminal([*kb_command(), *env.args(write=False)], env.root)
+    assert code == 0
+    (line,) = out.decode().splitlines()  # stdout stays one JSON line
+    summary = json.loads(line)
+    assert summary["dry_run"] is True
+    assert f"kb ingest: {summary['discovered']} source(s)".encode() in terminal
     _, piped = env.run(write=False)
     assert "kb ingest:" not in piped.err
 

@@ -57,3 +57,35 @@ def run_kb_process(
         timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+def run_on_terminal(
+    command: list[str], cwd: Path, *, stdout_too: bool = False, timeout: float = 120
+) -> tuple[int, bytes, bytes]:
+    """Run ``command`` with stderr (and, with ``stdout_too``, stdout) on a pseudo-terminal:
+    ``(exit code, piped stdout, what the terminal received)``."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            command,
+            cwd=cwd,
+            stdout=slave if stdout_too else subprocess.PIPE,
+            stderr=slave,
+            timeout=timeout,
+            env={**os.environ, "COLUMNS": "120"},
+        )
+        os.close(slave)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child side is closed and drained
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        os.close(master)
+    return proc.returncode, proc.stdout or b"", terminal
