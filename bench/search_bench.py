@@ -51,6 +51,11 @@ PROMPTS = [
     "Decision needed: should {name} keep its own connection or share the pool?",
 ]
 WORDS = "ledger render queue parser sync export billing index session cache worker proxy router loader".split()
+# Filler prose from a vocabulary of 6,000 made-up words (syllable pairs, Zipf-like draws), so
+# that two candidates share their template's error and fix, not most of their words.
+SYLLABLES = "ka lo mi ne ru sa te vo zi da fe gu hi jo pa qu ri so tu wa xe yo ba ce di fo ga he".split()
+VOCABULARY = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES[:7]]
+WEIGHTS = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
 
 
 def candidate(rng: random.Random, i: int) -> dict[str, object]:
@@ -58,7 +63,7 @@ def candidate(rng: random.Random, i: int) -> dict[str, object]:
     prompt = rng.choice(PROMPTS).format(name=name)
     error = rng.choice(ERRORS).format(name=name)
     fix = rng.choice(FIXES).format(name=name)
-    filler = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(40, 160)))
+    filler = " ".join(rng.choices(VOCABULARY, WEIGHTS, k=rng.randrange(40, 160)))
     text = f"[user] {prompt}\n```\n{error}\n```\n[assistant] I looked at {filler}.\n\n{fix}"
     cid = f"{i:064x}"
     return {

@@ -326,7 +326,11 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             con.execute("COMMIT")
             _stamp(index_path(output_dir), output_dir)
         return 0, 0, False
-    known = dict(con.execute("SELECT line_hash, id FROM candidate").fetchall())
+    known: dict[str, int] = {}
+    stored_position: dict[str, int] = {}
+    for line_hash, row_id, position in con.execute("SELECT line_hash, id, position FROM candidate"):
+        known[line_hash] = row_id
+        stored_position[line_hash] = position
     seen: dict[str, int] = {}  # line hash → its position in the ledger
     fresh: list[tuple[str, int, Row]] = []
     for position, line in enumerate(_ledger_lines(path)):
@@ -347,7 +351,8 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
         else []
     )
     _delete(con, "candidate", gone)
-    con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", ((p, d) for d, p in seen.items()))
+    moved = [(p, d) for d, p in seen.items() if stored_position[d] != p]
+    con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", moved)
     added = 0
     for digest, position, row in fresh:
         cid = str(row["candidate_id"])
