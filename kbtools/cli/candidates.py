@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kbtools.review.service import Review
 
 ID_CHARS = 12
+TITLE_CHARS = 72  # of a candidate's prompt, in a list line
 
 
 def register(app: typer.Typer) -> None:
@@ -75,7 +76,8 @@ def register(app: typer.Typer) -> None:
                 marks.append(f"cluster {c.cluster_id[:8]}×{c.cluster_size}")
             if c.promoted_as:
                 marks.append(f"promoted {c.promoted_as}")
-            print(f"{c.candidate_id[:ID_CHARS]}  {c.created_at[:10] or '----------'}  {c.tool:<8} {c.title}")
+            title = c.title if len(c.title) <= TITLE_CHARS else c.title[: TITLE_CHARS - 1] + "…"
+            print(f"{c.candidate_id[:ID_CHARS]}  {c.created_at[:10] or '----------'}  {c.tool:<8} {title}")
             print(f"{'':{ID_CHARS}}  {', '.join(marks)}")
         print(f"{len(listed)} candidate(s)", file=sys.stderr)
 
@@ -119,7 +121,8 @@ def print_hits(found: list[Hit], output_format: str) -> None:
     for h in found:
         ref = h.ref[:ID_CHARS] if h.kind == "candidate" else h.ref
         extra = f"  {h.tool} {h.decision}" if h.kind == "candidate" else ""
-        print(f"{h.kind:<9} {ref}{extra}  {h.title}")
+        title = h.title if len(h.title) <= TITLE_CHARS else h.title[: TITLE_CHARS - 1] + "…"
+        print(f"{h.kind:<9} {ref}{extra}  {title}")
         print(f"          {h.snippet}")
     print(f"{len(found)} result(s)", file=sys.stderr)
 

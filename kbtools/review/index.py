@@ -413,19 +413,20 @@ def _recluster(con: sqlite3.Connection) -> None:
     from the normalised words the index already holds; only changed rows are written."""
     from kbtools.review.clusters import Member, clusters
 
-    rows = con.execute(
-        "SELECT c.candidate_id, c.session_key, f.body, c.cluster_id, c.cluster_size, c.decision"
-        " FROM candidate c JOIN candidate_fts f ON f.rowid = c.id ORDER BY c.position"
-    )
-    before: dict[str, tuple[str, int]] = {}
+    before = {
+        cid: (cluster_id, size)
+        for cid, cluster_id, size in con.execute("SELECT candidate_id, cluster_id, cluster_size FROM candidate")
+    }
 
     def members() -> Iterator[Member]:
-        for cid, session, body, cluster_id, size, decision in rows:
-            before[cid] = (cluster_id, size)
-            if decision != "duplicate":  # an exact duplicate is marked as such, not clustered again
-                yield Member(cid, session, body.encode("utf-8").split())
+        rows = con.execute(
+            "SELECT c.candidate_id, c.session_key, f.body FROM candidate c JOIN candidate_fts f ON f.rowid = c.id"
+            " WHERE c.decision != 'duplicate' ORDER BY c.position"  # an exact duplicate is marked, not clustered
+        )
+        for cid, session, body in rows:
+            yield Member(cid, session, body.encode("utf-8").split())
 
-    after = clusters(members())
+    after = clusters(members)
     changes = [(*after.get(cid, ("", 1)), cid) for cid, was in before.items() if after.get(cid, ("", 1)) != was]
     con.executemany("UPDATE candidate SET cluster_id = ?, cluster_size = ? WHERE candidate_id = ?", changes)
 
