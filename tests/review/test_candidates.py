@@ -18,7 +18,7 @@ def test_list_shows_every_candidate_with_its_prompt(review_kb: ReviewKb) -> None
     listed = review_kb.kb("candidates", "list")
     assert listed.code == 0, listed.err
     assert "Why does the TypeScript build fail with error TS2307" in listed.out
-    assert "too many connections for role" in listed.out
+    assert "The worker crashes with psycopg2.OperationalError: too many connections" in listed.out
     assert listed.err.strip() == "3 candidate(s)"
 
 
