@@ -28,8 +28,9 @@ one. So the result is a function of the ledger alone (deterministic), a cluster'
 is its leader's candidate id (as ``duplicate_of`` names the canonical twin), and one
 similar pair never chains two unrelated clusters together. Feature sets are capped
 at the :data:`SKETCH` smallest hashes (a bottom-k sketch; exact for turn-sized
-candidates), and a shingle shared by more than :data:`COMMON` leaders is too common
-to propose a match (it still counts in the containment).
+candidates). Which leaders a candidate is compared with is proposed by its rarest
+shingles that another candidate shares (:data:`VOTERS` of them), so the cost per
+candidate stays flat as the ledger grows.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from functools import cache
 THRESHOLD = 0.2
 MIN_FEATURES = 8  # fewer content shingles than this: too little to compare
 SKETCH = 256
-COMMON = 256
+VOTERS = 24  # a candidate's rarest shared shingles, which propose the leaders to compare with
+CHECKED = 8  # leaders compared exactly, the ones most proposed
 COMMON_SHARE = 0.01
 MIN_COMMON = 3
 _DF_SLOTS = 1 << 22  # counts of shingle hashes modulo this (collisions only make a count higher)
@@ -99,8 +101,10 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
     """Candidate id → (cluster id, cluster size) for every candidate in a cluster of two or more.
 
     ``members()`` yields the candidates in ledger order; it is called twice (the first pass
-    counts how many candidates each shingle is in), so nothing is held per candidate but
-    the leaders' feature sets."""
+    counts how many candidates each shingle is in). A candidate's :data:`VOTERS` rarest
+    shingles that some other candidate has too propose the leaders to compare it with, and
+    the :data:`CHECKED` leaders they name most are compared exactly; a leader keeps only the
+    shingles another candidate has, and its feature count."""
     counts = array("I", bytes(4 * _DF_SLOTS))
     total = 0
     for member in members():
@@ -108,30 +112,32 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
         for h in features(member.words):
             counts[h % _DF_SLOTS] += 1
     cap = max(MIN_COMMON, math.ceil(COMMON_SHARE * total))
-    leaders: list[tuple[str, str, frozenset[int]]] = []
+    leaders: list[tuple[str, str, frozenset[int], int]] = []
     postings: dict[int, list[int]] = {}
     joined: dict[str, str] = {}
     for member in members():
-        feats = frozenset(h for h in features(member.words) if counts[h % _DF_SLOTS] <= cap)
-        if len(feats) < MIN_FEATURES:
+        kept = [h for h in features(member.words) if counts[h % _DF_SLOTS] <= cap]
+        if len(kept) < MIN_FEATURES:
             continue
-        votes: set[int] = set()
-        for h in feats:
-            posting = postings.get(h)
-            if posting is not None and len(posting) <= COMMON:
-                votes.update(posting)
+        shared = frozenset(h for h in kept if counts[h % _DF_SLOTS] >= 2)
+        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % _DF_SLOTS], h))
+        votes: Counter[int] = Counter()
+        for h in voters:
+            votes.update(postings.get(h, ()))
+        best = sorted(votes, key=lambda index: (-votes[index], index))[:CHECKED]
         leader = None
-        for index in sorted(votes):  # the first leader in ledger order that is similar enough
-            lead_id, lead_session, lead_feats = leaders[index]
-            if lead_session != member.session_key and containment(feats, lead_feats) >= threshold:
+        for index in sorted(best):  # the first of them in ledger order that is similar enough
+            lead_id, lead_session, lead_shared, lead_count = leaders[index]
+            overlap = len(shared & lead_shared) / min(len(kept), lead_count)
+            if lead_session != member.session_key and overlap >= threshold:
                 leader = lead_id
                 break
         if leader is not None:
             joined[member.candidate_id] = leader
             continue
         index = len(leaders)
-        leaders.append((member.candidate_id, member.session_key, feats))
-        for h in feats:
+        leaders.append((member.candidate_id, member.session_key, shared, len(kept)))
+        for h in voters:
             postings.setdefault(h, []).append(index)
     sizes = Counter(joined.values())
     out = {cid: (lead, sizes[lead] + 1) for cid, lead in joined.items()}

@@ -410,7 +410,9 @@ def _manifest_version(output_dir: Path) -> str:
 
 def _recluster(con: sqlite3.Connection) -> None:
     """Near-duplicate clusters over the whole ledger (see :mod:`kbtools.review.clusters`),
-    from the normalised words the index already holds; only changed rows are written."""
+    from the normalised words the index already holds of each candidate's prompt and
+    conclusions (root cause, solution, error messages, symptoms: what it found, without
+    the tool chatter of a long turn); only changed rows are written."""
     from kbtools.review.clusters import Member, clusters
 
     before = {
@@ -420,7 +422,8 @@ def _recluster(con: sqlite3.Connection) -> None:
 
     def members() -> Iterator[Member]:
         rows = con.execute(
-            "SELECT c.candidate_id, c.session_key, f.body FROM candidate c JOIN candidate_fts f ON f.rowid = c.id"
+            "SELECT c.candidate_id, c.session_key, f.goal || ' ' || f.conclusions"
+            " FROM candidate c JOIN candidate_fts f ON f.rowid = c.id"
             " WHERE c.decision != 'duplicate' ORDER BY c.position"  # an exact duplicate is marked, not clustered
         )
         for cid, session, body in rows:
