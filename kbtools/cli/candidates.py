@@ -131,7 +131,7 @@ def render_detail(detail: CandidateDetail) -> str:
     row = detail.row
     lines = [
         f"candidate {row['candidate_id']}",
-        f"  {row.get('tool', '')} {row.get('record_type', '')} · {row.get('created_at', '')} · "
+        f"  {row.get('tool', '')} {row.get('record_type', '')} · {row.get('created_at') or 'no time'} · "
         f"decision {row.get('decision', '')} · language {row.get('language', '')}",
         f"  project {str(row.get('project_key', ''))[:ID_CHARS]} · session {str(row.get('session_key', ''))[:ID_CHARS]}"
         f" · turn {row.get('turn_index', '?')}, part {row.get('chunk_index', '?')}",

@@ -63,10 +63,26 @@ def run_on_terminal(
     command: list[str], cwd: Path, *, stdout_too: bool = False, timeout: float = 120
 ) -> tuple[int, bytes, bytes]:
     """Run ``command`` with stderr (and, with ``stdout_too``, stdout) on a pseudo-terminal:
-    ``(exit code, piped stdout, what the terminal received)``."""
+    ``(exit code, piped stdout, what the terminal received)``. The terminal is read while the
+    command runs: a full pty buffer would block it."""
     import pty
+    import threading
 
     master, slave = pty.openpty()
+    received: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child side is closed and drained
+                return
+            if not chunk:
+                return
+            received.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     try:
         proc = subprocess.run(
             command,
@@ -76,16 +92,8 @@ def run_on_terminal(
             timeout=timeout,
             env={**os.environ, "COLUMNS": "120"},
         )
-        os.close(slave)
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child side is closed and drained
-                break
-            if not chunk:
-                break
-            terminal += chunk
     finally:
+        os.close(slave)
+        reader.join(timeout=10)
         os.close(master)
-    return proc.returncode, proc.stdout or b"", terminal
+    return proc.returncode, proc.stdout or b"", b"".join(received)
