@@ -39,7 +39,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -51,6 +51,7 @@ CHECKED = 8  # leaders compared exactly, the ones most proposed
 COMMON_SHARE = 0.01
 MIN_COMMON = 3
 _DF_SLOTS = 1 << 22  # counts of shingle hashes modulo this (collisions only make a count higher)
+SMALL_LEDGER = 2_000  # up to this many candidates, features are computed once and kept
 SHINGLE_SIZES = (1, 2)
 MIN_WORD = 3
 PARAMS = {
@@ -76,6 +77,13 @@ def _stopwords() -> frozenset[bytes]:
     from kbtools.ingest.candidates import STOPWORDS
 
     return frozenset(w.encode() for w in STOPWORDS)
+
+
+def _bounded(items: Iterable[Member], limit: int) -> Iterator[Member]:
+    for count, item in enumerate(items):
+        if count >= limit:
+            return
+        yield item
 
 
 def features(words: Iterable[bytes]) -> frozenset[int]:
@@ -105,22 +113,30 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
     shingles that some other candidate has too propose the leaders to compare it with, and
     the :data:`CHECKED` leaders they name most are compared exactly; a leader keeps only the
     shingles another candidate has, and its feature count."""
-    counts = array("I", bytes(4 * _DF_SLOTS))
+    first = [features(member.words) for member in _bounded(members(), SMALL_LEDGER)]
+    if len(first) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
+        slots = 1 << max(10, (64 * len(first)).bit_length())
+        feature_sets: Iterable[frozenset[int]] = first
+    else:
+        slots, first = _DF_SLOTS, []
+        feature_sets = (features(member.words) for member in members())
+    counts = array("I", bytes(4 * slots))
     total = 0
-    for member in members():
+    for feats in feature_sets:
         total += 1
-        for h in features(member.words):
-            counts[h % _DF_SLOTS] += 1
+        for h in feats:
+            counts[h % slots] += 1
     cap = max(MIN_COMMON, math.ceil(COMMON_SHARE * total))
     leaders: list[tuple[str, str, frozenset[int], int]] = []
     postings: dict[int, list[int]] = {}
     joined: dict[str, str] = {}
-    for member in members():
-        kept = [h for h in features(member.words) if counts[h % _DF_SLOTS] <= cap]
+    for position, member in enumerate(members()):
+        feats = first[position] if first else features(member.words)
+        kept = [h for h in feats if counts[h % slots] <= cap]
         if len(kept) < MIN_FEATURES:
             continue
-        shared = frozenset(h for h in kept if counts[h % _DF_SLOTS] >= 2)
-        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % _DF_SLOTS], h))
+        shared = frozenset(h for h in kept if counts[h % slots] >= 2)
+        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % slots], h))
         votes: Counter[int] = Counter()
         for h in voters:
             votes.update(postings.get(h, ()))
