@@ -41,7 +41,9 @@ NOTE_MATCHES = 3
 NOTE_MIN_OVERLAP = 2
 NOTE_KEYWORDS = 40
 
-ROLES = ("user", "assistant")
+# "agent": text an agent wrote under the user role (a sub-agent's task prompt),
+# kept under its own label so no candidate attributes it to the person.
+ROLES = ("user", "assistant", "agent")
 
 
 class KeptRecord(NamedTuple):
@@ -77,10 +79,10 @@ class CandidateBatch(NamedTuple):
 
 
 def split_turns(records: Sequence[KeptRecord]) -> list[list[KeptRecord]]:
-    """A user record opens a turn; everything up to the next user record belongs to it."""
+    """A user (or agent-prompt) record opens a turn; everything up to the next one belongs to it."""
     turns: list[list[KeptRecord]] = []
     for record in records:
-        if record.role == "user" or not turns:
+        if record.role != "assistant" or not turns:
             turns.append([record])
         else:
             turns[-1].append(record)

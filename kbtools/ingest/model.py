@@ -32,7 +32,9 @@ class Record(NamedTuple):
     """One message. The records of this module are named tuples: a class made by
     ``@dataclass`` costs ~0.6 ms of start-up each, a named tuple ~0.1 ms."""
 
-    role: str  # "user" | "assistant"
+    # "user" | "assistant" | "agent" (text an agent wrote under the user role:
+    # a sub-agent's task prompt, never attributed to the person)
+    role: str
     text: str  # raw prose, not yet filtered or redacted
     created_at: str  # ISO-8601 UTC (`YYYY-MM-DDTHH:MM:SS.mmmZ`) or ""
     index: int  # type: ignore[assignment]  # position of the message within its source (not tuple.index)
@@ -71,6 +73,10 @@ class SourceUnit:
     # Kept prose beyond what the pipeline can use was not retained.
     truncated: bool = False
     stat_key: tuple[Any, ...] | None = None
+    # Records read, counted per reader decision (``sources.common.DECISIONS``):
+    # what was kept as prose and what was not, and why; ``unknown`` counts the
+    # record types the reader does not know.
+    decisions: dict[str, int] = field(default_factory=dict)
 
 
 class SourceSettings(NamedTuple):

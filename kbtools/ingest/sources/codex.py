@@ -1,30 +1,42 @@
-"""Codex CLI rollouts: ``$CODEX_HOME/{sessions,archived_sessions}/**/*.jsonl``.
+"""Codex CLI rollouts: ``$CODEX_HOME/{sessions,archived_sessions}/**``.
 
-Only ``response_item`` messages are read, and of them only ``input_text`` /
-``output_text`` parts of ``user``/``assistant`` messages: the ``event_msg``
-copies of each turn, reasoning items, tool calls and their output, turn
-contexts and compactions are skipped (most of them by a look at the line's
-head, before JSON parsing). Developer and system messages are harness
-scaffolding.
+Discovered: ``*.jsonl`` rollouts, ``*.jsonl.zst`` (compressed; Codex reads
+them transparently, so do we, streaming), and the TypeScript CLI's
+``rollout-*.json`` (one JSON object ``{session, items}``, spring 2025). The
+envelope ``{timestamp, type, payload}`` (``RolloutItem``) and the older
+envelope-less lines (bare ``ResponseItem``s after a bare meta line, filler
+``{"record_type": "state"}``) are both read.
 
-What the harness injects into user messages is not the user's prose: the
-``<environment_context>``, ``<user_instructions>``, ``<permissions
-instructions>`` blocks and the ``# AGENTS.md instructions … <INSTRUCTIONS>``
-block are dropped (the reference kept them, so they became the "user goal").
+Every record is decided (docs/agents.md has the table; ``_RESPONSE_ITEMS``,
+``_EVENTS`` and ``_ROLLOUT_ITEMS`` below are it): only ``response_item``
+messages carry prose — ``input_text`` of ``user`` messages (less the
+harness's injected blocks: ``<environment_context>``, ``<user_instructions>``,
+``# AGENTS.md instructions``, ``<permissions instructions>``…) and
+``output_text`` of ``assistant`` ones. ``developer``/``system`` messages and
+compactions are injected text; reasoning, tool calls and their output are
+not prose; the ``event_msg`` copies of each turn are duplicates. Most of
+these are judged by a look at the line's head, before JSON parsing.
+
+``event_msg/thread_rolled_back`` (``num_turns``) discards the newest user
+turns: they stay on disk but are evidence of nothing, so their prose is
+dropped (``abandoned``). A sub-agent's rollout (``session_meta.source`` is
+``subagent``) has the parent agent's words under the user role: kept with
+the role ``agent``.
 
 Identity: session = ``session_meta.payload.id`` (real rollouts), falling back
 to ``payload.session_id`` (older fixtures) and then to the file stem — never
 to the content hash, which would give a live session a new identity on every
 run. Project = ``payload.cwd``. The first ``session_meta`` is canonical.
-
-The legacy envelope-less format (bare items, a first line with ``id`` and
-``timestamp``) is read too. ``history.jsonl`` (the prompt index) is recorded
-as one unit skipped as ``prompt_index_covered_by_session_store``, hashed but
-never parsed: the sessions already hold those prompts.
+``history.jsonl`` (the prompt index) is recorded as one unit skipped as
+``prompt_index_covered_by_session_store``, hashed but never parsed: the
+sessions already hold those prompts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,11 +45,29 @@ from typing import Any
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
+    ABANDONED,
+    AGENT,
+    ASSISTANT,
+    DUPLICATE,
+    INJECTED,
+    METADATA,
+    REASONING,
+    ROLE_OF,
+    TOOL_IO,
+    UNKNOWN,
+    USER,
+    ZSTD_SUFFIX,
     JsonlScan,
+    NotRegularFile,
     ProseBudget,
+    Tally,
     content_texts,
+    error_unit,
     file_ref,
     make_record,
+    not_regular_unit,
+    read_error,
+    read_regular_bytes,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -48,13 +78,87 @@ from kbtools.ingest.sources.common import (
 TOOL = "codex"
 SESSION_DIRS = ("sessions", "archived_sessions")
 HISTORY_FILE = "history.jsonl"
-_PROSE_ROLES = frozenset({"user", "assistant"})
+SUFFIXES = (".jsonl", ".jsonl" + ZSTD_SUFFIX, ".json")
 _TEXT_PARTS = frozenset({"input_text", "output_text"})
 _HEAD = 512
 _TYPE = re.compile(rb'"type"\s*:\s*"([A-Za-z_]+)"')
 _PAYLOAD_TYPE = re.compile(rb'"payload"\s*:\s*\{\s*"type"\s*:\s*"([A-Za-z_]+)"')
 _FORK_SUFFIX = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}_([A-Za-z0-9-]+)$", re.I)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12})$", re.I)
+
+# codex-rs/protocol/src/models.rs ``ResponseItem`` (serde tag ``type``): the
+# decision per item type; ``message`` is decided by its role.
+_RESPONSE_ITEMS = {
+    "message": None,
+    "reasoning": REASONING,
+    "function_call": TOOL_IO,
+    "function_call_output": TOOL_IO,
+    "custom_tool_call": TOOL_IO,
+    "custom_tool_call_output": TOOL_IO,
+    "local_shell_call": TOOL_IO,
+    "web_search_call": TOOL_IO,
+    "image_generation_call": TOOL_IO,
+    "tool_search_call": TOOL_IO,
+    "tool_search_output": TOOL_IO,
+    "mcp_tool_call": TOOL_IO,
+    "compaction": INJECTED,
+    "compaction_summary": INJECTED,
+    "context_compaction": INJECTED,
+    "agent_message": INJECTED,
+    "ghost_snapshot": METADATA,
+    "other": UNKNOWN,
+}
+_MESSAGE_ROLES = {"user": USER, "assistant": ASSISTANT, "developer": INJECTED, "system": INJECTED}
+# codex-rs/protocol/src/protocol.rs ``EventMsg``, the types the rollout policy
+# persists (codex-rs/rollout/src/policy.rs) and a few more seen on disk.
+_EVENTS = {
+    "user_message": DUPLICATE,
+    "agent_message": DUPLICATE,
+    "agent_reasoning": REASONING,
+    "agent_reasoning_raw_content": REASONING,
+    "agent_reasoning_section_break": REASONING,
+    "token_count": METADATA,
+    "task_started": METADATA,
+    "task_complete": METADATA,
+    "turn_started": METADATA,
+    "turn_complete": METADATA,
+    "turn_aborted": METADATA,
+    "context_compacted": METADATA,
+    "thread_rolled_back": METADATA,
+    "thread_name_updated": METADATA,
+    "entered_review_mode": METADATA,
+    "exited_review_mode": METADATA,
+    "item_completed": METADATA,
+    "plan_update": METADATA,
+    "error": METADATA,
+    "warning": METADATA,
+    "stream_error": METADATA,
+    "undo_completed": METADATA,
+    "exec_command_begin": TOOL_IO,
+    "exec_command_end": TOOL_IO,
+    "patch_apply_begin": TOOL_IO,
+    "patch_apply_end": TOOL_IO,
+    "mcp_tool_call_begin": TOOL_IO,
+    "mcp_tool_call_end": TOOL_IO,
+    "web_search_begin": TOOL_IO,
+    "web_search_end": TOOL_IO,
+    "view_image_tool_call": TOOL_IO,
+    "image_generation_end": TOOL_IO,
+    "collab_agent_spawn_end": TOOL_IO,
+    "collab_agent_interaction_end": TOOL_IO,
+}
+# codex-rs/protocol/src/protocol.rs ``RolloutItem`` (serde tag ``type``,
+# content ``payload``), with the 2026 additions.
+_ROLLOUT_ITEMS = {
+    "session_meta": METADATA,
+    "turn_context": METADATA,
+    "compacted": INJECTED,
+    "world_state": INJECTED,
+    "retained_context": INJECTED,
+    "inter_agent_communication": INJECTED,
+    "inter_agent_communication_metadata": METADATA,
+    "token_usage_record": METADATA,
+}
 
 _INJECTED_TAGS = (
     "environment_context",
@@ -64,6 +168,8 @@ _INJECTED_TAGS = (
     "turn_aborted",
     "user_shell_command",
     "collaboration_mode",
+    "subagent_notification",
+    "skill",
 )
 _INJECTED_OPEN = re.compile(r"^\s*<(" + "|".join(re.escape(t) for t in _INJECTED_TAGS) + r")[\s>]")
 _AGENTS_MD = re.compile(r"^\s*#\s*AGENTS\.md instructions\b")
@@ -77,13 +183,19 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     files: list[str] = []
     for name in SESSION_DIRS:
         if (root / name).is_dir():
-            files.extend(walk_files(root / name, ".jsonl"))
+            files.extend(p for p in walk_files(root / name, SUFFIXES) if _is_rollout(p))
     files.sort()
     for path in files:
-        yield file_ref(TOOL, "session", path)
+        yield file_ref(TOOL, "session", path, fmt="json" if path.endswith(".json") else "jsonl")
     history = root / HISTORY_FILE
-    if history.is_file():
+    if history.exists():
         yield file_ref(TOOL, "prompt-history", history)
+
+
+def _is_rollout(path: str) -> bool:
+    # The TypeScript CLI's one-object sessions are `rollout-*.json`; no other
+    # JSON file there is a session.
+    return not path.endswith(".json") or os.path.basename(path).startswith("rollout-")
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -96,6 +208,8 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             project_identity=TOOL,
             skip_reason="prompt_index_covered_by_session_store",
         )
+    if ref.format == "json":
+        return _load_json_session(ref, settings)
     return _load_session(ref, settings)
 
 
@@ -113,60 +227,184 @@ def strip_injected(text: str) -> str:
     return text if remaining == text else remaining.strip()
 
 
+class _Rollout:
+    """The records of one rollout as they are read, with the user-turn starts a
+    rollback counts back over."""
+
+    __slots__ = ("meta", "records", "turn_starts", "tally", "budget", "index")
+
+    def __init__(self, budget: ProseBudget) -> None:
+        self.meta: dict[str, Any] | None = None
+        self.records: list[Record] = []
+        self.turn_starts: list[int] = []
+        self.tally = Tally()
+        self.budget = budget
+        self.index = 0
+
+    @property
+    def subagent(self) -> bool:
+        source = (self.meta or {}).get("source")
+        return source in ("subagent", "sub_agent") or (
+            isinstance(source, dict) and ("subagent" in source or "sub_agent" in source)
+        )
+
+    def item(self, item: dict[str, Any], created: Any) -> None:
+        kind = item.get("type")
+        decision = _RESPONSE_ITEMS.get(kind, UNKNOWN) if isinstance(kind, str) else UNKNOWN
+        if decision is not None:
+            self.tally.note(decision)
+            return
+        decision = _MESSAGE_ROLES.get(item.get("role"), UNKNOWN)  # type: ignore[arg-type]
+        if decision in (USER, ASSISTANT):
+            text = _prose_of(item)
+            if not text:
+                decision = INJECTED if decision == USER else METADATA
+            else:
+                if decision == USER:
+                    self.turn_starts.append(len(self.records))
+                    decision = AGENT if self.subagent else USER
+                if self.budget.admit(text):
+                    self.records.append(make_record(ROLE_OF[decision], text, created, self.index))
+            self.index += 1
+        self.tally.note(decision)
+
+    def roll_back(self, turns: Any) -> None:
+        """Drop the newest ``turns`` user turns (``ThreadRolledBackEvent.num_turns``)."""
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns <= 0 or not self.turn_starts:
+            return
+        cut = self.turn_starts[-min(turns, len(self.turn_starts))]
+        dropped = self.records[cut:]
+        del self.records[cut:]
+        self.turn_starts = [start for start in self.turn_starts if start < cut]
+        for record in dropped:
+            self.tally.moved({"user": USER, "agent": AGENT}.get(record.role, ASSISTANT), ABANDONED, 1)
+
+
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     path = Path(ref.locator)
     scan = JsonlScan(path)
-    budget = ProseBudget.for_max_text(settings.max_text)
-    meta: dict[str, Any] | None = None
-    records: list[Record] = []
-    index = 0
+    rollout = _Rollout(ProseBudget.for_max_text(settings.max_text))
+    tally = rollout.tally
     for line_no, line, whole in scan.lines(_may_hold_prose_or_meta):
-        if not whole or not _may_hold_prose_or_meta(line[:_HEAD]):
+        head = line[:_HEAD]
+        if not whole or not _may_hold_prose_or_meta(head):
+            tally.note(_decision_from_head(head))
             continue
         obj = scan.parse(line_no, line)
         if not isinstance(obj, dict):
             continue
         kind = obj.get("type")
         payload = obj.get("payload")
-        if kind == "session_meta" and isinstance(payload, dict):
-            meta = meta or payload
-            continue
-        if kind == "response_item" and isinstance(payload, dict):
-            item = payload
-        elif kind == "message" and "payload" not in obj:
-            item = obj  # legacy bare item
-        elif kind is None and meta is None and "id" in obj and "timestamp" in obj:
-            meta = obj  # legacy first line
-            continue
+        if "payload" in obj:  # the envelope
+            if kind == "response_item" and isinstance(payload, dict):
+                rollout.item(payload, obj.get("timestamp"))
+            elif kind == "event_msg" and isinstance(payload, dict):
+                event = payload.get("type")
+                tally.note(_EVENTS.get(event, UNKNOWN) if isinstance(event, str) else UNKNOWN)
+                if event == "thread_rolled_back":
+                    rollout.roll_back(payload.get("num_turns"))
+            else:
+                if kind == "session_meta" and isinstance(payload, dict) and rollout.meta is None:
+                    rollout.meta = payload
+                tally.note(_ROLLOUT_ITEMS.get(kind, UNKNOWN) if isinstance(kind, str) else UNKNOWN)
+        elif kind is None and "record_type" in obj:
+            tally.note(METADATA)  # the legacy filler line
+        elif kind is None and rollout.meta is None and "id" in obj and "timestamp" in obj:
+            rollout.meta = obj  # the legacy first line
+            tally.note(METADATA)
         else:
-            continue
-        if item.get("type") != "message" or item.get("role") not in _PROSE_ROLES:
-            continue
-        text = _prose_of(item)
-        if text and budget.admit(text):
-            records.append(make_record(item["role"], text, obj.get("timestamp"), index))
-        index += 1
-    meta = meta or {}
+            rollout.item(obj, obj.get("timestamp"))  # a legacy bare item
+    meta = rollout.meta or {}
     return scan.unit(
         ref,
         session_identity=_session_id(meta, path),
         project_identity=meta["cwd"] if isinstance(meta.get("cwd"), str) else "",
         created_at=iso_time(meta.get("timestamp")),
-        records=records,
-        truncated=budget.truncated,
+        records=rollout.records,
+        truncated=rollout.budget.truncated,
+        tally=tally,
     )
+
+
+def _load_json_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    """The TypeScript CLI's session file: ``{"session": {id, timestamp,
+    instructions}, "items": [ResponseItem…]}`` (codex-cli/src/utils/storage/save-rollout.ts)."""
+    path = Path(ref.locator)
+    try:
+        data = read_regular_bytes(path)
+        st = os.stat(path)
+    except NotRegularFile:
+        return not_regular_unit(ref)
+    except OSError as exc:
+        return error_unit(ref, read_error(exc))
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return error_unit(ref, "malformed_json: session file")
+    if not isinstance(obj, dict):
+        return error_unit(ref, "malformed_json: session file")
+    rollout = _Rollout(ProseBudget.for_max_text(settings.max_text))
+    session = obj.get("session")
+    meta: dict[str, Any] = session if isinstance(session, dict) else {}
+    rollout.meta = meta
+    rollout.tally.note(METADATA)
+    created = meta.get("timestamp")
+    items = obj.get("items")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            rollout.item(item, created)
+        else:
+            rollout.tally.note(UNKNOWN)
+    unit = SourceUnit(
+        tool=TOOL,
+        record_type="session",
+        format="json",
+        source_identity=str(path),
+        session_identity=_session_id(meta, path),
+        project_identity=meta["cwd"] if isinstance(meta.get("cwd"), str) else "",
+        created_at=iso_time(created),
+        updated_at=iso_time(st.st_mtime_ns / 1_000_000),
+        content_hash=hashlib.sha256(data).hexdigest(),
+        records=rollout.records,
+        truncated=rollout.budget.truncated,
+        stat_key=(st.st_size, st.st_mtime_ns, st.st_ino) if st.st_size == len(data) else None,
+        decisions=dict(rollout.tally.counts),
+    )
+    return unit
+
+
+def _decision_from_head(head: bytes) -> str:
+    """The decision of a line skipped unparsed, from the types in its head."""
+    found = _TYPE.search(head)
+    if found is None:
+        return UNKNOWN
+    kind = found.group(1).decode()
+    payload = _PAYLOAD_TYPE.search(head)
+    inner = payload.group(1).decode() if payload is not None else None
+    if kind == "response_item":
+        decision = _RESPONSE_ITEMS.get(inner or "", UNKNOWN)
+        return decision if decision is not None else UNKNOWN
+    if kind == "event_msg":
+        return _EVENTS.get(inner or "", UNKNOWN)
+    if kind in _ROLLOUT_ITEMS:
+        return _ROLLOUT_ITEMS[kind]
+    decision = _RESPONSE_ITEMS.get(kind, UNKNOWN)  # a legacy bare item
+    return decision if decision is not None else UNKNOWN
 
 
 def _may_hold_prose_or_meta(head: bytes) -> bool:
     """False for lines the head shows to be events, reasoning, tool calls or
-    tool output — most of a rollout's bytes."""
+    tool output — most of a rollout's bytes. Rollback events are read."""
     found = _TYPE.search(head)
     if found is None:
         return True  # a legacy meta line, or an unknown shape: parse it
     kind = found.group(1)
-    if kind == b"response_item":
+    if kind == b"response_item" or kind == b"event_msg":
         payload_type = _PAYLOAD_TYPE.search(head)
-        return payload_type is None or payload_type.group(1) == b"message"
+        if payload_type is None:
+            return True
+        inner = payload_type.group(1)
+        return inner == b"message" if kind == b"response_item" else inner == b"thread_rolled_back"
     return kind in (b"session_meta", b"message")
 
 

@@ -9,11 +9,14 @@ may hold identifiers or secrets.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
+import stat
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kbtools.fsio import stat_key
 from kbtools.ingest.hashing import iso_time, sha256_hex
@@ -33,6 +36,33 @@ LINE_HEAD_BYTES = 4096
 PROSE_CAP_FACTOR = 4
 
 CHANGED_DURING_READ = "source_changed_during_read"
+# The skip reason of a session-store entry that is not a regular file (a FIFO,
+# a device, a symlink to /dev/zero): never opened for reading, so it cannot hang.
+NOT_REGULAR = "not_a_regular_file"
+# A record (line, row, item) of a type the reader does not know: counted under
+# this decision, never read as prose.
+UNKNOWN = "unknown"
+
+# What a reader decides about every record and content part upstream writes
+# (docs/agents.md has the table per agent). A unit counts its records per
+# decision in ``SourceUnit.decisions``; only the first three become records.
+USER = "user_prose"
+ASSISTANT = "assistant_prose"
+# Text the agent wrote under the user role (a sub-agent's task prompt): kept,
+# labelled ``agent``, so no candidate attributes it to the person.
+AGENT = "agent_prompt"
+INJECTED = "injected"  # system, developer, harness or injected context text
+TOOL_IO = "tool"  # a tool call or its output
+REASONING = "reasoning"
+ABANDONED = "abandoned"  # a turn dropped by a rewind, rollback or branch switch
+METADATA = "metadata"  # ids, titles, token counts, snapshots: no text to read
+DUPLICATE = "duplicate"  # a copy of a record read elsewhere (UI echoes)
+# Inline binary (a base64 screenshot) cut out of a line too long to hold, the
+# text around it kept: counted per line.
+BINARY = "binary_dropped"
+DECISIONS = (USER, ASSISTANT, AGENT, INJECTED, TOOL_IO, REASONING, ABANDONED, METADATA, DUPLICATE, BINARY, UNKNOWN)
+# The record role of each kept decision.
+ROLE_OF = {USER: "user", ASSISTANT: "assistant", AGENT: "agent"}
 
 
 def file_ref(tool: str, record_type: str, path: str | Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
@@ -94,6 +124,52 @@ def unavailable_unit(ref: SourceRef) -> SourceUnit:
     return unit
 
 
+class Tally:
+    """Records counted per decision (see ``DECISIONS``)."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def note(self, decision: str, count: int = 1) -> None:
+        self.counts[decision] = self.counts.get(decision, 0) + count
+
+    def moved(self, source: str, target: str, count: int) -> None:
+        """``count`` records decided ``source`` turned out to be ``target``
+        (kept prose on an abandoned branch)."""
+        if count:
+            self.note(source, -count)
+            self.note(target, count)
+            if not self.counts[source]:
+                del self.counts[source]
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file: not read."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file (after symlinks).
+
+    Opened non-blocking, so a FIFO cannot block the open, then checked with
+    ``fstat``: a FIFO, a device, a socket or a symlink to one raises
+    :class:`NotRegularFile` before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(NOT_REGULAR)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_bytes(path: str | os.PathLike[str]) -> bytes:
+    with open_regular(path) as fh:
+        return fh.read()
+
+
 def os_error_reason(exc: OSError) -> str:
     """The reason of an OSError without the file name it carries."""
     return exc.strerror or type(exc).__name__
@@ -104,7 +180,7 @@ def read_error(exc: OSError) -> str:
     return f"read_error: {os_error_reason(exc)}"
 
 
-def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
+def walk_files(root: Path, suffix: str | tuple[str, ...], *, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Paths of the files under ``root`` ending in ``suffix``, sorted as strings.
 
     What ``os.walk(root)`` lists, by its rules: a symlink to a directory is not
@@ -123,7 +199,7 @@ def walk_files(root: Path, suffix: str, *, skip_dirs: frozenset[str] = frozenset
     return found
 
 
-def _scan(directory: str, suffix: str, skip_dirs: frozenset[str], found: list[str]) -> None:
+def _scan(directory: str, suffix: str | tuple[str, ...], skip_dirs: frozenset[str], found: list[str]) -> None:
     files: list[str] = []
     subdirs: list[str] = []
     try:
@@ -157,13 +233,15 @@ def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
     files that are recorded but never mined."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             st = os.fstat(fh.fileno())
             size = 0
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)
                 size += len(chunk)
         after = os.stat(path)
+    except NotRegularFile:
+        return sha256_hex(NOT_REGULAR), None, NOT_REGULAR
     except OSError as exc:
         return sha256_hex(os_error_reason(exc)), None, read_error(exc)
     changed = size != st.st_size or after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
@@ -173,6 +251,8 @@ def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
 def unmined_unit(ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str) -> SourceUnit:
     """A file recorded in the ledgers (hash, stat) but deliberately not parsed."""
     content_hash, st, error = hash_file(Path(ref.locator))
+    if error == NOT_REGULAR:
+        skip_reason, error = NOT_REGULAR, ""
     return SourceUnit(
         tool=ref.tool,
         record_type=ref.record_type,
@@ -191,6 +271,53 @@ def unmined_unit(ref: SourceRef, *, session_identity: str, project_identity: str
 
 def mtime_iso(st: os.stat_result) -> str:
     return iso_time(st.st_mtime_ns / 1_000_000)
+
+
+# A run of base64 characters this long inside a JSON line is inline binary
+# (an image), not prose.
+_BINARY_RUN = 4096
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/=]{%d,}" % _BINARY_RUN)
+_BASE64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+
+class _Squeezer:
+    """Cuts long base64 runs out of a stream of pieces; a run may span pieces
+    and is never held whole (only its last ``_BINARY_RUN`` bytes at most)."""
+
+    __slots__ = ("carry", "in_run", "kept", "cut")
+
+    def __init__(self) -> None:
+        self.carry = b""
+        self.in_run = False
+        self.kept = 0
+        self.cut = 0
+
+    def feed(self, piece: bytes) -> bytes:
+        if self.in_run:
+            rest = piece.lstrip(_BASE64_CHARS)
+            if not rest:
+                return b""
+            piece, self.in_run = rest, False
+        data = self.carry + piece
+        split = len(data.rstrip(_BASE64_CHARS))  # a run that may go on in the next piece
+        tail = data[split:]
+        out = self._squeeze(data[:split])
+        if len(tail) >= _BINARY_RUN:
+            self.cut += 1
+            self.in_run, self.carry = True, b""
+        else:
+            self.carry = tail
+        return out
+
+    def flush(self) -> bytes:
+        data, self.carry, self.in_run = self.carry, b"", False
+        return self._squeeze(data)
+
+    def _squeeze(self, data: bytes) -> bytes:
+        out, cut = _BASE64_RUN.subn(b"", data)
+        self.cut += cut
+        self.kept += len(out)
+        return out
 
 
 class LineIssues:
@@ -239,6 +366,8 @@ class JsonlScan:
         self.last_line_unterminated = False
         self.last_line_no = 0
         self.read_failure = ""
+        self.not_regular = False
+        self.binary_lines = 0
 
     @property
     def content_hash(self) -> str:
@@ -276,8 +405,9 @@ class JsonlScan:
         update = self.hasher.update
         line_no = 0
         try:
-            with open(self.path, "rb") as fh:
-                self.stat_before = os.fstat(fh.fileno())
+            with open_regular(self.path) as raw:
+                self.stat_before = os.fstat(raw.fileno())
+                fh = decompressed(raw) if self.path.name.endswith(ZSTD_SUFFIX) else raw
                 readline = fh.readline
                 while piece := readline(_PIECE):
                     update(piece)
@@ -292,9 +422,17 @@ class JsonlScan:
                         continue
                     self.last_line_no = line_no
                     yield line_no, *self._rest_of_long_line(readline, piece, line_no, wanted)
-                self.bytes_read = fh.tell()
+                self.bytes_read = raw.tell()
+        except NotRegularFile:
+            self.not_regular = True
+            return
         except OSError as exc:
             self.read_failure = read_error(exc)
+            return
+        except Exception as exc:  # a corrupt compressed stream (zstandard.ZstdError)
+            if type(exc).__module__.split(".")[0] != "zstandard":
+                raise
+            self.read_failure = "read_error: corrupt zstd stream"
             return
         try:
             self.stat_after = os.stat(self.path)
@@ -306,24 +444,49 @@ class JsonlScan:
     ) -> tuple[bytes, bool]:
         """Read on to the end of a line longer than one piece, deciding from its
         head before holding any more of it: ``(line, True)``, or ``(head, False)``
-        for a line not wanted or over ``max_line``."""
+        for a line not wanted or over ``max_line``.
+
+        A wanted line that grows past ``max_line`` is squeezed rather than
+        dropped: runs of base64 characters longer than ``_BINARY_RUN`` (inline
+        images) are cut out of it as it streams, so its text parts survive;
+        ``binary_lines`` counts such lines. Only a line still too long after
+        that is dropped (``overlong``)."""
         head = piece[:LINE_HEAD_BYTES].lstrip()
         pieces: list[bytes] | None = [piece] if wanted is None or wanted(head) else None
         size = len(piece)
+        squeezer: _Squeezer | None = None
         ended = False
         while not ended and (piece := readline(_PIECE)):
             self.hasher.update(piece)
             size += len(piece)
             ended = piece.endswith(b"\n")
-            if pieces is not None and size > self.max_line:
-                pieces = None
-                self.issues.note("overlong", line_no)
-            elif pieces is not None:
+            if pieces is None:
+                continue
+            if squeezer is None and size > self.max_line:
+                squeezer = _Squeezer()
+                pieces = [squeezer.feed(b"".join(pieces))]
+            if squeezer is not None:
+                pieces.append(squeezer.feed(piece))
+                if squeezer.kept > self.max_line:
+                    pieces = None
+                    self.issues.note("overlong", line_no)
+            else:
                 pieces.append(piece)
         self.last_line_unterminated = not ended
+        if pieces is not None and squeezer is not None:
+            pieces.append(squeezer.flush())
+            self.binary_lines += squeezer.cut > 0
         if pieces is not None:
             return b"".join(pieces), True
         return head, False
+
+    def _decisions(self, tally: Tally | None) -> dict[str, int]:
+        if self.failed:
+            return {}
+        counts = dict(tally.counts) if tally is not None else {}
+        if self.binary_lines:
+            counts[BINARY] = counts.get(BINARY, 0) + self.binary_lines
+        return counts
 
     def parse(self, line_no: int, line: bytes) -> Any:
         """Decode one line as UTF-8 JSON; note why not and return None on failure.
@@ -368,9 +531,12 @@ class JsonlScan:
         created_at: str,
         records: list[Record],
         truncated: bool,
+        tally: Tally | None = None,
     ) -> SourceUnit:
         """The unit of this pass: version, content hash and error come from the
         read, and a failed read keeps none of the records."""
+        if self.not_regular:
+            return not_regular_unit(ref)
         error = self.error()
         read = self.stat_before
         return SourceUnit(
@@ -387,7 +553,29 @@ class JsonlScan:
             error=error,
             truncated=truncated,
             stat_key=self.read_stat_key(),
+            decisions=self._decisions(tally),
         )
+
+
+def not_regular_unit(ref: SourceRef) -> SourceUnit:
+    """A session-store entry that is not a regular file: skipped, never read."""
+    unit = error_unit(ref, NOT_REGULAR)
+    unit.error = ""
+    unit.skip_reason = NOT_REGULAR
+    unit.stat_key = None
+    return unit
+
+
+ZSTD_SUFFIX = ".zst"
+
+
+def decompressed(raw: IO[bytes]) -> IO[bytes]:
+    """A buffered reader of the zstd stream in ``raw`` (all frames), streamed:
+    ``zstandard`` is imported only when a compressed file is met."""
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+    return io.BufferedReader(reader, buffer_size=_PIECE)
 
 
 class ProseBudget:

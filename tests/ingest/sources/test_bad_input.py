@@ -100,8 +100,8 @@ def test_100_mb_single_line_is_discarded_with_bounded_memory(tmp_path: Path, nam
     path, cfg = build(tmp_path, [])
     with path.open("ab") as fh:
         fh.write(b'{"type":"message","message":{"role":"user","content":"')
-        block = b"x" * (1 << 20)
-        for _ in range(100):
+        block = b"word " * (1 << 18)  # prose-shaped: not base64 that could be cut out
+        for _ in range(80):
             fh.write(block)
         fh.write(b'"}}\n')
         fh.write(b'{"type":"message","message":{"role":"user","content":"after the long line"}}\n')

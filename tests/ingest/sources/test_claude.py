@@ -72,13 +72,13 @@ def test_subagent_transcripts_are_their_own_sessions(tmp_path: Path) -> None:
     assert [r.text for r in units[str(main)].records] == ["main prompt", "main reply"]
 
 
-def test_inline_sidechain_records_of_a_main_file_are_skipped(tmp_path: Path) -> None:
+def test_inline_sidechain_records_of_a_main_file_are_kept_as_the_agents_words(tmp_path: Path) -> None:
     session = ClaudeSession(session_id="s")
     session.user("real prompt")
     session.user("agent-written prompt", isSidechain=True)
     session.write(tmp_path)
     (unit,) = load_all(tmp_path)
-    assert [r.text for r in unit.records] == ["real prompt"]
+    assert [(r.role, r.text) for r in unit.records] == [("user", "real prompt"), ("agent", "agent-written prompt")]
 
 
 def test_identity_found_even_when_only_tool_lines_carry_it(tmp_path: Path) -> None:
