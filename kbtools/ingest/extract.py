@@ -25,7 +25,7 @@ from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.reuse import cacheable_version, locator_key_of, may_reuse
 from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
-from kbtools.ingest.sources.common import CHANGED_DURING_READ
+from kbtools.ingest.sources.common import CHANGED_DURING_READ, DECISIONS, UNKNOWN
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 ERROR_CHARS = 300
@@ -225,6 +225,7 @@ def build_rows(
         error=error,
         truncated=truncated,
         internal_filtered=internal,
+        records=unit.decisions,
         run_at=ctx.run_at,
     )
     rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
@@ -323,7 +324,9 @@ def manifest_row(
     truncated: bool,
     run_at: str,
     internal_filtered: int = 0,
+    records: Mapping[str, int] | None = None,
 ) -> Row:
+    counts = {name: records[name] for name in DECISIONS if records and records.get(name)}
     return rows_schema.as_json(
         ManifestRow(
             source_key=meta.source_key,
@@ -343,6 +346,8 @@ def manifest_row(
             error=error,
             truncated=truncated,
             internal_filtered=internal_filtered,
+            records=counts,
+            unknown_records=counts.get(UNKNOWN, 0),
             run_at=run_at,
         )
     )

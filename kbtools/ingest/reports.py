@@ -12,6 +12,7 @@ from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.ledger import SUMMARY_FILE, write_private_text
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows
+from kbtools.ingest.sources.common import DECISIONS
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 
@@ -34,14 +35,17 @@ class Counts:
         "carried_forward",
         "pruned",
         "internal_filtered",
+        "unknown_records",
     )
-    __slots__ = FIELDS
+    __slots__ = (*FIELDS, "records")
 
     def __init__(self) -> None:
         self.discovered = self.processed = self.unchanged = self.skipped = self.failed = 0
         self.candidates = self.rejected = self.duplicates = self.errors = self.derived_excluded = 0
         self.truncated_sources = self.reused_unread = self.carried_forward = self.pruned = 0
-        self.internal_filtered = 0
+        self.internal_filtered = self.unknown_records = 0
+        # Records of the sources read this run, per reader decision.
+        self.records: dict[str, int] = {}
 
     def add(self, rows: SourceRows, duplicates: int) -> None:
         """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
@@ -56,6 +60,12 @@ class Counts:
             self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
         self.truncated_sources += bool(manifest.get("truncated"))
         self.internal_filtered += int(manifest.get("internal_filtered") or 0)
+        read = manifest.get("records")
+        if status != "unchanged" and isinstance(read, dict):
+            for name, count in read.items():
+                if isinstance(count, int):
+                    self.records[name] = self.records.get(name, 0) + count
+            self.unknown_records += int(manifest.get("unknown_records") or 0)
 
 
 class IngestSummary(NamedTuple):
@@ -94,6 +104,8 @@ def summary_of(
         "errors": c.errors,
         "derived_excluded": c.derived_excluded,
         "internal_filtered": c.internal_filtered,
+        "records": {name: c.records[name] for name in DECISIONS if c.records.get(name)},
+        "unknown_records": c.unknown_records,
         "truncated_sources": c.truncated_sources,
         "reused_unread": c.reused_unread,
         "carried_forward": c.carried_forward,

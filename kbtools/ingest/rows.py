@@ -63,6 +63,12 @@ class ManifestRow:
     # Texts of this source the control-plane filter kept out: messages when it was
     # read, plus stored candidates dropped by later re-checks.
     internal_filtered: int = 0
+    # The source's records as its reader decided them (user_prose, assistant_prose,
+    # agent_prompt, injected, tool, reasoning, abandoned, metadata, duplicate,
+    # binary_dropped, unknown: see docs/agents.md), counted when it was read;
+    # unknown_records repeats the count of record types the reader does not know.
+    records: dict[str, int] = field(default_factory=dict)
+    unknown_records: int = 0
     # The stat cache: which locator (hashed) the row was read from and the version
     # read (a file's [size, mtime_ns, inode]; a DB session's row versions).
     locator_key: str = ""

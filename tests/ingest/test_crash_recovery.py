@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,7 +34,6 @@ def ledgers(out: Path) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO to hold the run at a known point")
 def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: IngestEnv, tmp_path: Path) -> None:
     _write_sessions(
         env,
@@ -50,14 +50,18 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
     reference_out = tmp_path / "reference"
     env.run("--output-dir", str(reference_out))
 
-    # A FIFO sorted after every session: reading it blocks, holding the run after
-    # the journal of the first 200 sources was persisted.
-    fifo_dir = env.omp / "zzz"
-    fifo_dir.mkdir()
-    fifo = fifo_dir / "live.jsonl"
-    os.mkfifo(fifo)
-    # Two workers: the one stuck on the FIFO must die with the run and not keep its lock.
-    proc = subprocess.Popen(env.command("--jobs", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # A Hindsight server on 127.0.0.1 that takes the connection and never answers:
+    # its discovery comes after every OMP session (each request waits out its
+    # deadline), holding the run after the journal of the first 200 sources was
+    # persisted. (Session files that are FIFOs are skipped, never opened.)
+    stalled = socket.socket()
+    stalled.bind(("127.0.0.1", 0))
+    stalled.listen(8)
+    url = f"http://127.0.0.1:{stalled.getsockname()[1]}"
+    # Two workers: the run must die with its workers and not keep its lock.
+    proc = subprocess.Popen(
+        env.command("--jobs", "2", "--hindsight-url", url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     partial = env.out / "manifest.partial.jsonl"
     try:
         deadline = time.monotonic() + 60
@@ -69,8 +73,7 @@ def test_killed_write_resumes_to_the_ledgers_of_an_uninterrupted_run(env: Ingest
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
     finally:
         _kill(proc)
-        fifo.unlink()
-        fifo_dir.rmdir()
+        stalled.close()
 
     journal = read_jsonl(partial)
     keys = [row["source_key"] for row in journal]
