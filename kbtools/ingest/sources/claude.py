@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,42 +159,72 @@ def _id_hash(value: str | bytes) -> int:
 
 class _Tree:
     """The ``uuid``/``parentUuid`` links of every line, as parallel arrays in
-    file order (a parent precedes its children in an append-only file), so the
-    active branch is one backward pass."""
+    file order (a parent precedes its children in an append-only file): a
+    million-line transcript costs a few arrays of numbers, not a dict of
+    strings."""
 
-    __slots__ = ("ids", "parents", "lines", "leaf")
+    __slots__ = ("ids", "parents", "lines", "main", "leaf")
 
     def __init__(self) -> None:
         self.ids = array("q")
         self.parents = array("q")
         self.lines = array("l")
-        self.leaf: int | None = None
+        self.main = bytearray()
+        self.leaf: int | None = None  # position of the last main-chain entry
 
     def add(self, line_no: int, ids: list[int], parent: int, *, main: bool) -> None:
         for uid in ids:
             self.ids.append(uid)
             self.parents.append(parent)
             self.lines.append(line_no)
+            self.main.append(main)
         if ids and main:
-            self.leaf = ids[0]
+            self.leaf = len(self.ids) - len(ids)
 
-    def active_lines(self) -> set[int] | None:
-        """Line numbers on the path from the last main-chain record to its root,
-        or None when the path cannot be followed to a root."""
+    def abandoned_lines(self) -> set[int]:
+        """Lines of the main chain's tree off the path from its last entry to
+        the root: the branches a rewind left. Nothing when that path cannot
+        be followed to a root; other trees of the file (a root of its own) are
+        never touched."""
         if self.leaf is None:
-            return None
-        current = self.leaf
-        on_path: set[int] = set()
-        for pos in range(len(self.ids) - 1, -1, -1):
-            if self.ids[pos] != current:
-                continue
-            on_path.add(self.lines[pos])
-            current = self.parents[pos]
-            if current == _ROOT:
-                return on_path
-            if current == _UNKNOWN_PARENT:
-                return None
-        return None
+            return set()
+        ids, parents, n = self.ids, self.parents, len(self.ids)
+        order = sorted(range(n), key=ids.__getitem__)
+        sorted_ids = array("q", (ids[i] for i in order))
+        where = array("l", order)
+        del order
+
+        def find(uid: int) -> int:
+            k = bisect_left(sorted_ids, uid)
+            return where[k] if k < n and sorted_ids[k] == uid else -1
+
+        tree = array("q", bytes(8 * n))
+        for pos in range(n):
+            parent = parents[pos]
+            if parent == _ROOT:
+                tree[pos] = ids[pos]
+            elif parent == _UNKNOWN_PARENT:
+                tree[pos] = _UNKNOWN_PARENT
+            else:
+                j = find(parent)
+                tree[pos] = tree[j] if 0 <= j < pos else _UNKNOWN_PARENT
+        active = tree[self.leaf]
+        if active == _UNKNOWN_PARENT:
+            return set()
+        on_path = bytearray(n)
+        pos = self.leaf
+        while 0 <= pos and not on_path[pos]:
+            on_path[pos] = 1
+            parent = parents[pos]
+            if parent in (_ROOT, _UNKNOWN_PARENT):
+                break
+            pos = find(parent)
+        kept = {self.lines[p] for p in range(n) if on_path[p]}
+        return {
+            self.lines[p]
+            for p in range(n)
+            if self.main[p] and tree[p] == active and not on_path[p] and self.lines[p] not in kept
+        }
 
 
 class _Message:
@@ -329,7 +360,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
 
 def _records(transcript: _Transcript, budget: ProseBudget) -> list[Record]:
     """The kept messages: on the active branch, a queued prompt once."""
-    active = transcript.tree.active_lines()
+    abandoned = transcript.tree.abandoned_lines()
     tally = transcript.tally
     typed = {t for m in transcript.messages if m.decision == USER and not m.queued for t in m.texts}
     seen_queued: set[str] = set()
@@ -341,7 +372,7 @@ def _records(transcript: _Transcript, budget: ProseBudget) -> list[Record]:
                 tally.moved(USER, DUPLICATE, 1)
                 continue
             seen_queued.add(text)
-        elif active is not None and not message.side and not any(n in active for n in message.lines):
+        elif abandoned and not message.side and all(n in abandoned for n in message.lines):
             tally.moved(message.decision, ABANDONED, 1)
             continue
         if text.strip() and budget.admit(text):

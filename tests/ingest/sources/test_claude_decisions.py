@@ -272,3 +272,14 @@ def test_prompt_with_inline_screenshot_over_the_line_limit_keeps_its_text(tmp_pa
         "The container has overflow: hidden.",
     ]
     assert unit.decisions["binary_dropped"] == 1 and unit.error == ""
+
+
+def test_a_second_root_in_the_file_leaves_the_first_tree_alone(tmp_path: Path) -> None:
+    c = Chain()
+    c.user("first tree question")
+    c.assistant([text("first tree answer")], "msg_1")
+    c.user("second tree question", parent=None)  # a new root, not a rewind
+    c.assistant([text("second tree answer")], "msg_2")
+    c.write(tmp_path)
+    (unit,) = load_all(tmp_path).values()
+    assert len(unit.records) == 4 and "abandoned" not in unit.decisions
