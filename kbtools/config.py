@@ -11,6 +11,7 @@ a value of the wrong type is a :class:`ConfigError` naming the key and the file.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -86,6 +87,11 @@ class IngestConfig(NamedTuple):
     jobs: int | None = None
     max_text: int = 120_000
     max_candidate: int = 8_000
+    # Where the readers added since read (gemini_dir, copilot_dir, cursor_dir, aider_roots…):
+    # each reader declares its own keys (kbtools/ingest/sources), so an `ingest.<name>_dir`,
+    # `_roots`, `_db` or `_home` key of the file lands here as (name, paths) and `kb ingest`
+    # refuses a name no reader declares.
+    locations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class DerivedConfig(NamedTuple):
@@ -246,11 +252,29 @@ def _section(cls: type[T], name: str, value: Any, marks: _Marks) -> T:
     # The field types as written (a named tuple keeps each as a ForwardRef).
     annotations = {key: getattr(kind, "__forward_arg__", kind) for key, kind in cls.__annotations__.items()}
     kwargs: dict[str, Any] = {}
+    locations: list[tuple[str, tuple[str, ...]]] = []
     for key, item in value.items():
-        if key not in annotations:
+        if cls is IngestConfig and isinstance(key, str) and key not in annotations and _LOCATION_KEY.fullmatch(key):
+            locations.append((key, _location_value(item, f"{name}.{key}", marks)))
+            continue
+        if key not in annotations or (cls is IngestConfig and key == "locations"):
             raise marks.error(f"unknown key '{name}.{key}'", f"{name}.{key}", at_value=False)
         kwargs[key] = _coerce(getattr(defaults, key), annotations[key], item, f"{name}.{key}", marks)
+    if locations:
+        kwargs["locations"] = tuple(locations)
     return cls(**kwargs)
+
+
+# An `ingest.*` key naming where a reader reads (see IngestConfig.locations).
+_LOCATION_KEY = re.compile(r"[a-z][a-z0-9]*_(?:dir|roots|db|home)")
+
+
+def _location_value(item: Any, key: str, marks: _Marks) -> tuple[str, ...]:
+    if isinstance(item, str) and item:
+        return (item,)
+    if isinstance(item, list) and item and all(isinstance(x, str) and x for x in item):
+        return tuple(item)
+    raise marks.error(f"'{key}' must be a path or a list of paths", key)
 
 
 # Bounds (inclusive; None = open) a number in the file must respect, so a bad value is

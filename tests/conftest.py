@@ -30,6 +30,7 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         "GIT_DIR",
         "GIT_WORK_TREE",
         "GIT_INDEX_FILE",
+        *_reader_env_vars(),
     ):
         monkeypatch.delenv(var, raising=False)
     # Redaction treats the account running kb as a private name; pin it to a generic account so
@@ -52,3 +53,10 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     a call), so call it once and give it ``--ref`` to skip its shadow commit of local changes.
     """
     return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _reader_env_vars() -> list[str]:
+    """The environment variables of every location a session reader declares."""
+    from kbtools.ingest.sources import LOCATIONS
+
+    return [location.env for location in LOCATIONS if location.env]

@@ -17,8 +17,29 @@ if TYPE_CHECKING:
     from kbtools.review.run_report import RunReview
 
 
+def _with_location_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with a ``--<name>`` option for each location a reader
+    declares (``kbtools.ingest.sources.LOCATIONS``): a new reader needs no edit here."""
+    import inspect
+
+    from kbtools.ingest.sources import LOCATIONS
+
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    for location in LOCATIONS:
+        option = typer.Option("--" + location.name.replace("_", "-"), help=location.help)
+        params.append(
+            inspect.Parameter(
+                location.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[str | None, option]
+            )
+        )
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return command
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ingest", short_help="Agent sessions into redacted candidate ledgers.")
+    @_with_location_flags
     def ingest(
         write: Annotated[
             bool, typer.Option("--write", help="Write the ledgers (default: dry run, nothing written).")
@@ -73,6 +94,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         root: RootOption = None,
+        **locations: str | None,
     ) -> None:
         """Turn agent session transcripts into redacted candidate ledgers.
 
@@ -93,10 +115,8 @@ def register(app: typer.Typer) -> None:
             "hindsight_url": hindsight_url,
             "skip_hindsight": skip_hindsight or None,
         }
-        settings = sources.resolve_settings(config, flags)._replace(
-            hindsight_timeout=config.ingest.hindsight_timeout,
-            hindsight_retries=config.ingest.hindsight_retries,
-        )
+        flags.update(locations)
+        settings = sources.resolve_settings(config, flags)
         if explain is not None:
             _explain(ledger_dir(layout, output_dir), explain, settings, layout.rel)
             return

@@ -93,3 +93,13 @@ class SourceSettings(NamedTuple):
     hindsight_timeout: float = 10.0
     hindsight_retries: int = 3
     max_text: int = 120_000
+    # The locations readers declare (``sources.common.Location``), resolved:
+    # ``(name, paths)`` pairs.
+    locations: tuple[tuple[str, tuple[Path, ...]], ...] = ()
+
+    def paths(self, name: str) -> tuple[Path, ...]:
+        """The resolved paths of the declared location ``name`` (none if unset)."""
+        for key, value in self.locations:
+            if key == name:
+                return value
+        return ()

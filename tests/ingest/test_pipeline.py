@@ -359,12 +359,20 @@ def test_missing_stores_give_one_skipped_unavailable_row_each_not_a_failure(env:
     for _ in range(2):  # and say so on every run, never "unchanged"
         summary, _ = env.run()
         unavailable = env.rows("manifest", format="unavailable")
-        assert sorted(r["tool"] for r in unavailable) == ["claude", "codex", "opencode"]
+        assert sorted(r["tool"] for r in unavailable) == [
+            "aider",
+            "claude",
+            "codex",
+            "copilot",
+            "cursor",
+            "gemini",
+            "opencode",
+        ]
         assert {(r["parse_status"], r["skip_reason"], r["error"]) for r in unavailable} == {
             ("skipped", "source_store_unavailable", "")
         }
         assert {r["reason"] for r in env.rows("rejected")} == {"source_store_unavailable"}
-        assert (summary["failed"], summary["errors"], summary["skipped"]) == (0, 0, 3)
+        assert (summary["failed"], summary["errors"], summary["skipped"]) == (0, 0, 7)
         assert summary["candidates"] == 1
 
 

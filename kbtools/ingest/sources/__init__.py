@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kbtools.config import Config
+from kbtools.errors import ConfigError
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources.common import error_unit, unavailable_unit
+from kbtools.ingest.sources.common import Location, Reader, error_unit, unavailable_unit
 
 Discover = Callable[[SourceSettings], Iterator[SourceRef]]
 Load = Callable[[SourceRef, SourceSettings], SourceUnit]
@@ -92,8 +94,28 @@ def _lazy(module: str, needed: Needed | None) -> tuple[Discover, Load]:
     return discover, load
 
 
-SOURCES: tuple[Source, ...] = tuple(
-    Source(module, *_lazy(module, needed), handles) for module, handles, needed in _READERS
+def _declared_readers() -> tuple[tuple[str, Reader], ...]:
+    """The other modules of this package that declare a ``READER``, by name:
+    adding an agent is adding its module (and its fixtures), nothing else."""
+    known = {module for module, _, _ in _READERS} | {"common"}
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name in known or info.name.startswith("_"):
+            continue
+        reader = getattr(importlib.import_module(f"{__name__}.{info.name}"), "READER", None)
+        if isinstance(reader, Reader):
+            found.append((info.name, reader))
+    return tuple(found)
+
+
+DECLARED: tuple[tuple[str, Reader], ...] = _declared_readers()
+# Every location a declared reader reads: a `.kb.yaml` key, a flag and an
+# environment variable each (see Location).
+LOCATIONS: tuple[Location, ...] = tuple(location for _, reader in DECLARED for location in reader.locations)
+
+SOURCES: tuple[Source, ...] = (
+    *(Source(module, *_lazy(module, needed), handles) for module, handles, needed in _READERS),
+    *(Source(module, *_lazy(module, None), ((reader.tool, None),)) for module, reader in DECLARED),
 )
 
 
@@ -103,6 +125,8 @@ def import_readers(settings: SourceSettings) -> None:
     for module, _, needed in _READERS:
         if needed is None or needed(settings):
             importlib.import_module(f"{__name__}.{module}")
+    for module, _ in DECLARED:
+        importlib.import_module(f"{__name__}.{module}")
 
 
 def discover_all(settings: SourceSettings) -> Iterator[SourceRef]:
@@ -215,6 +239,8 @@ def resolve_settings(config: Config, flags: Mapping[str, Any] | None = None) -> 
     omp_sessions = choose(
         "omp_sessions", _path(pi_dir, cwd) / "sessions" if pi_dir else None, _home() / ".omp/agent/sessions"
     )
+    omp_given = bool(flags.get("omp_sessions") or pi_dir or ingest.omp_sessions)
+    omp_roots = () if omp_given else _omp_default_roots()
     codex_dir = choose("codex_dir", _path(codex_home, cwd) if codex_home else None, _home() / ".codex")
     opencode_env_path = None
     if opencode_env and opencode_env != ":memory:":
@@ -223,6 +249,12 @@ def resolve_settings(config: Config, flags: Mapping[str, Any] | None = None) -> 
     claude_first = claude_env.split(",")[0].strip() if claude_env else ""
     claude_dir = choose("claude_dir", _path(claude_first, cwd) if claude_first else None, _home() / ".claude")
     prompt_history = choose("prompt_history", None, state / "prompt-history.jsonl")
+
+    declared = {location.name for location in LOCATIONS}
+    for key, _ in ingest.locations:
+        if key not in declared:
+            raise ConfigError(f"unknown key 'ingest.{key}'", str(config.source or root / ".kb.yaml"))
+    locations = tuple((loc.name, _location(loc, flags, dict(ingest.locations), cwd, root)) for loc in LOCATIONS)
 
     hindsight_url: str | None = None
     if not (flags.get("skip_hindsight") or ingest.skip_hindsight):
@@ -237,5 +269,54 @@ def resolve_settings(config: Config, flags: Mapping[str, Any] | None = None) -> 
         claude_dir=claude_dir,
         hindsight_url=hindsight_url,
         hindsight_api_key=_env("HINDSIGHT_API_KEY"),
+        hindsight_timeout=ingest.hindsight_timeout,
+        hindsight_retries=ingest.hindsight_retries,
         max_text=ingest.max_text,
+        locations=(("omp_roots", omp_roots), *locations),
     )
+
+
+def _omp_default_roots() -> tuple[Path, ...]:
+    """OMP's other default session roots: the XDG data location (after ``omp
+    config migrate``) and every profile's (``OMP_PROFILE``), both beside the
+    classic ``~/.omp/agent/sessions``."""
+    data = _xdg("XDG_DATA_HOME", ".local/share") / "omp"
+    roots = [data / "sessions"]
+    for profiles in (_home() / ".omp" / "profiles", data / "profiles"):
+        try:
+            names = sorted(os.listdir(profiles))
+        except OSError:
+            continue
+        roots += [profiles / name / "agent" / "sessions" for name in names]
+        roots += [profiles / name / "sessions" for name in names]
+    return tuple(roots)
+
+
+def _location(
+    location: Location, flags: Mapping[str, Any], configured: Mapping[str, tuple[str, ...]], cwd: Path, root: Path
+) -> tuple[Path, ...]:
+    """A declared location: flag > environment variable > ``.kb.yaml`` > default."""
+    flag = flags.get(location.name)
+    if flag not in (None, "", ()):
+        values = [str(v) for v in flag] if isinstance(flag, (list, tuple)) else [str(flag)]
+        if location.many:
+            values = [part for value in values for part in value.split(os.pathsep)]
+        return tuple(_path(v, cwd) for v in values if v)
+    env_value = _env(location.env) if location.env else None
+    if env_value:
+        values = env_value.split(os.pathsep) if location.many else [env_value]
+        return tuple(_path(v, cwd) / location.env_subpath for v in values if v)
+    if configured.get(location.name):
+        return tuple(_path(v, root) for v in configured[location.name])
+    defaults = (location.default,) if isinstance(location.default, str) else location.default
+    return tuple(_default_path(d, root) for d in defaults)
+
+
+def _default_path(template: str, root: Path) -> Path:
+    value = (
+        template.replace("{xdg_data}", str(_xdg("XDG_DATA_HOME", ".local/share")))
+        .replace("{xdg_config}", str(_xdg("XDG_CONFIG_HOME", ".config")))
+        .replace("{xdg_state}", str(_xdg("XDG_STATE_HOME", ".local/state")))
+        .replace("{kb_parent}", str(root.resolve().parent))
+    )
+    return Path(os.path.expanduser(value))

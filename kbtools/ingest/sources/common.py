@@ -8,6 +8,7 @@ may hold identifiers or secrets.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -16,7 +17,7 @@ import re
 import stat
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from kbtools.fsio import stat_key
 from kbtools.ingest.hashing import iso_time, sha256_hex
@@ -63,6 +64,34 @@ BINARY = "binary_dropped"
 DECISIONS = (USER, ASSISTANT, AGENT, INJECTED, TOOL_IO, REASONING, ABANDONED, METADATA, DUPLICATE, BINARY, UNKNOWN)
 # The record role of each kept decision.
 ROLE_OF = {USER: "user", ASSISTANT: "assistant", AGENT: "agent"}
+
+
+class Location(NamedTuple):
+    """A place a reader reads, declared by the reader (``READER``) so the
+    registry, ``.kb.yaml``, the environment and the CLI all follow from it:
+    ``.kb.yaml`` ``ingest.<name>``, flag ``--<name with dashes>``, environment
+    variable ``env`` (joined with ``env_subpath``), else ``default``.
+
+    Defaults may start with ``~`` and name ``{xdg_data}``, ``{xdg_config}``,
+    ``{xdg_state}`` or ``{kb_parent}`` (the folder holding the knowledge base).
+    ``many``: a list of folders (flag and environment ``:``-separated)."""
+
+    name: str
+    env: str | None
+    default: str | tuple[str, ...]
+    help: str
+    env_subpath: str = ""
+    many: bool = False
+
+
+class Reader(NamedTuple):
+    """What a reader module declares as ``READER``: its tool and its locations.
+    A module of this package that has one is a source; nothing else needs
+    to name it."""
+
+    tool: str
+    locations: tuple[Location, ...] = ()
+    record_types: tuple[str, ...] | None = None
 
 
 def file_ref(tool: str, record_type: str, path: str | Path, *, fmt: str = "jsonl", payload: Any = None) -> SourceRef:
@@ -158,7 +187,7 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(NOT_REGULAR)
+            raise NotRegularFile(errno.EINVAL, NOT_REGULAR)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

@@ -1,10 +1,14 @@
 """Hindsight memory server over HTTP (``--hindsight-url`` / ``HINDSIGHT_API_URL``).
 
-Discovery pages through the API — ``GET <base>/v1/default/banks``, then per
+Discovery pages through the API — ``GET <base>/v1/default/banks`` (page by
+page while ``total`` says there are more), then per
 bank ``GET …/banks/<id>/memories/list?limit=500&offset=N`` until a short page
 or ``total`` — and yields one ref per memory, the memory itself as payload,
-so ``load`` does no I/O. Every request has a timeout; 5xx answers, timeouts
-and connection failures are retried with exponential backoff; an optional
+so ``load`` does no I/O. Every request has one deadline for all of it
+(``hindsight_timeout``: connect, headers and body together — a server that
+drips a byte a second is cut off at the deadline, not after a timeout per
+read); 5xx answers, timeouts and connection failures are retried with
+exponential backoff (``hindsight_retries``); an optional
 ``Authorization: Bearer <HINDSIGHT_API_KEY>`` header is sent. The base URL's
 path is kept (the reference dropped it), so a server behind a path prefix
 works.
@@ -62,10 +66,27 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
         return
     client = _Client(base, settings.hindsight_api_key, settings.hindsight_timeout, settings.hindsight_retries)
     try:
-        for bank_id in _bank_ids(client.get("banks")):
+        for bank_id in _all_bank_ids(client):
             yield from _memories(client, base, bank_id)
     except HindsightUnavailable as exc:
         yield SourceRef(TOOL, "memory-store", "api", base, payload=f"hindsight_unavailable: {exc}")
+
+
+def _all_bank_ids(client: _Client) -> list[str]:
+    """Every bank, page after page: ``GET banks?limit=&offset=`` while the
+    answer's ``total`` says there are more (a server that does not page sends
+    them all at once, without ``total``). A page that adds no new bank ends
+    the listing, so a server ignoring ``offset`` cannot loop it."""
+    ids: list[str] = []
+    seen: set[str] = set()
+    while True:
+        answer = client.get("banks", {"limit": PAGE_SIZE, "offset": len(ids)})
+        new = [bank for bank in _bank_ids(answer) if bank not in seen]
+        seen.update(new)
+        ids += new
+        total = answer.get("total") if isinstance(answer, dict) else None
+        if not new or not isinstance(total, int) or isinstance(total, bool) or len(ids) >= total:
+            return ids
 
 
 def _bank_ids(answer: Any) -> list[str]:
@@ -166,6 +187,12 @@ def _first(item: dict[str, Any], *keys: str) -> Any:
 
 
 class _Client:
+    """GET requests to the Hindsight API, each bounded by one deadline for the
+    whole request — connect, headers and body — not by a timeout per socket
+    read: a server that drips a byte a second cannot hold a run for longer
+    than ``timeout`` per attempt. The request runs on a helper thread; at the
+    deadline its socket is shut down, which ends the blocked read at once."""
+
     def __init__(self, base: str, api_key: str | None, timeout: float, retries: int) -> None:
         self.root = base.rstrip("/") + "/v1/default/"
         self.api_key = api_key
@@ -173,11 +200,6 @@ class _Client:
         self.attempts = 1 + max(0, retries)
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
-        # Imported here: they pull in http.client and email (a tenth of `kb ingest`'s
-        # start-up), which a run without Hindsight never needs.
-        import urllib.error
-        import urllib.request
-
         url = self.root + path + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = {"Accept": "application/json"}
         if self.api_key:
@@ -187,28 +209,21 @@ class _Client:
             if attempt:
                 time.sleep(min(BACKOFF_S * 2 ** (attempt - 1), _MAX_BACKOFF_S))
             try:
-                request = urllib.request.Request(url, headers=headers)
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    body = response.read(_MAX_RESPONSE_BYTES + 1)
-            except urllib.error.HTTPError as exc:
-                exc.close()
-                if exc.code < 500:
-                    raise HindsightUnavailable(f"HTTP {exc.code}") from None
-                last = f"HTTP {exc.code}"
-                continue
+                status, body = _fetch(url, headers, self.timeout)
             except TimeoutError:
                 last = f"timed out ({self.timeout:g}s)"
                 continue
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                    last = f"timed out ({self.timeout:g}s)"
-                else:
-                    reason = exc.reason.strerror if isinstance(exc.reason, OSError) else None
-                    last = f"connection failed ({reason or type(exc.reason).__name__})"
+            except OSError as exc:
+                last = f"connection failed ({exc.strerror or type(exc).__name__})"
                 continue
-            except (OSError, ValueError) as exc:  # reset mid-response, bad URL
+            except Exception as exc:  # a bad URL, a broken response (http.client.HTTPException)
                 last = f"request failed ({type(exc).__name__})"
                 continue
+            if status >= 500:
+                last = f"HTTP {status}"
+                continue
+            if status >= 300:
+                raise HindsightUnavailable(f"HTTP {status}")
             if len(body) > _MAX_RESPONSE_BYTES:
                 raise HindsightUnavailable("response too large")
             try:
@@ -217,3 +232,53 @@ class _Client:
                 raise HindsightUnavailable("invalid JSON response") from None
         noun = "attempt" if self.attempts == 1 else "attempts"
         raise HindsightUnavailable(f"{last} after {self.attempts} {noun}")
+
+
+def _fetch(url: str, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one GET, within ``timeout`` seconds in all."""
+    # Imported here: http.client pulls in email (a tenth of `kb ingest`'s start-up),
+    # which a run without Hindsight never needs.
+    import http.client
+    import threading
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http(s) URL")
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = kind(parts.hostname, parts.port, timeout=timeout)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            conn.request("GET", target, headers=headers)
+            response = conn.getresponse()
+            outcome.append((response.status, response.read(_MAX_RESPONSE_BYTES + 1)))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name="kb-hindsight-request", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _abort(conn)
+        worker.join(1.0)
+        raise TimeoutError("deadline")
+    conn.close()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        if isinstance(result, (TimeoutError, socket.timeout)):
+            raise TimeoutError("deadline")
+        raise result
+    status, body = result
+    return int(status), bytes(body)
+
+
+def _abort(conn: Any) -> None:
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    conn.close()

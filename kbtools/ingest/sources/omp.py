@@ -21,15 +21,27 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
+    ABANDONED,
+    AGENT,
+    ASSISTANT,
+    INJECTED,
+    METADATA,
+    REASONING,
+    ROLE_OF,
+    TOOL_IO,
+    UNKNOWN,
+    USER,
     JsonlScan,
     ProseBudget,
+    Tally,
     content_texts,
     file_ref,
     make_record,
@@ -55,13 +67,24 @@ _BLOB_REF = "blobtext:sha256:"
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
-    root = settings.omp_sessions
-    if root is None or not root.is_dir():
-        yield unavailable_ref(TOOL, root or "omp-sessions")
+    """The sessions of every root: the configured one (``omp_sessions``), and
+    by default also the XDG data location and the profiles' (``omp_roots``,
+    see ``sources.resolve_settings``); a root reached twice is read once."""
+    roots: list[Path] = []
+    seen: set[str] = set()
+    for root in (settings.omp_sessions, *settings.paths("omp_roots")):
+        if root is not None and root.is_dir() and (real := os.path.realpath(root)) not in seen:
+            seen.add(real)
+            roots.append(root)
+    if not roots:
+        yield unavailable_ref(TOOL, settings.omp_sessions or "omp-sessions")
         return
-    for path in walk_files(root, ".jsonl", skip_dirs=_SKIP_DIRS):
-        record_type = "advisor" if os.path.basename(path).startswith(ADVISOR_PREFIX) else "session"
-        yield file_ref(TOOL, record_type, path)
+    for root in roots:
+        for path in walk_files(root, ".jsonl", skip_dirs=_SKIP_DIRS):
+            if os.path.basename(path).startswith(ADVISOR_PREFIX):
+                yield file_ref(TOOL, "advisor", path, payload=str(root))
+            else:
+                yield file_ref(TOOL, "session", path)
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -72,10 +95,98 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     return _load_session(ref, settings)
 
 
-class _Entry(NamedTuple):  # one per tree entry of a file: keep it small
-    entry_id: str | None
-    parent_id: str | None
-    record: Record | None
+def _id_hash(value: str | bytes | None) -> int:
+    """An entry id as a nonzero 64-bit number (0: no id): a million-entry
+    session's tree costs arrays of numbers, not a million strings."""
+    if value is None:
+        return 0
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return (hash(value) & 0x7FFF_FFFF_FFFF_FFFF) | 1
+
+
+# Entry types (docs/session.md, session-entries.ts) by decision; messages are
+# decided by role (_ROLES).
+_ENTRY_TYPES = {
+    "session": METADATA,
+    "title": METADATA,
+    "model_change": METADATA,
+    "thinking_level_change": METADATA,
+    "service_tier_change": METADATA,
+    "label": METADATA,
+    "archive": METADATA,
+    "title_change": METADATA,
+    "mode_change": METADATA,
+    "credential_pin": METADATA,
+    "model_usage": METADATA,
+    "reset_boundary": METADATA,
+    "custom": METADATA,
+    "compaction": INJECTED,
+    "branch_summary": INJECTED,
+    "custom_message": INJECTED,
+    "ttsr_injection": INJECTED,
+    "session_init": INJECTED,
+}
+# pi AgentMessage roles: user and assistant carry prose; the others are the
+# harness's (hookMessage was renamed custom in v3).
+_ROLES = {
+    "user": USER,
+    "assistant": ASSISTANT,
+    "toolResult": TOOL_IO,
+    "bashExecution": TOOL_IO,
+    "custom": INJECTED,
+    "hookMessage": INJECTED,
+    "branchSummary": INJECTED,
+    "compactionSummary": INJECTED,
+    "fileMention": INJECTED,
+}
+
+
+class _Tree:
+    """Entries in file order as parallel arrays: id, parent id, kept record."""
+
+    __slots__ = ("ids", "parents", "records", "kept")
+
+    def __init__(self) -> None:
+        self.ids = array("q")
+        self.parents = array("q")
+        self.records = array("l")  # index into kept, or -1
+        self.kept: list[Record] = []
+
+    def add(self, entry_id: int, parent_id: int, record: Record | None) -> None:
+        self.ids.append(entry_id)
+        self.parents.append(parent_id)
+        if record is None:
+            self.records.append(-1)
+        else:
+            self.records.append(len(self.kept))
+            self.kept.append(record)
+
+    def active_branch(self) -> tuple[list[Record], list[Record]]:
+        """(records on the path from the last entry back to the root, the rest).
+
+        Entries without an id (v1, linear) are all kept. A parent that is not in
+        the file ends the walk; a cycle cannot loop for ever (a parent precedes
+        its children, so the walk only goes back)."""
+        ids, parents, records = self.ids, self.parents, self.records
+        n = len(ids)
+        leaf = next((pos for pos in range(n - 1, -1, -1) if ids[pos]), None)
+        if leaf is None:
+            return list(self.kept), []
+        on_path = bytearray(n)
+        current = ids[leaf]
+        for pos in range(leaf, -1, -1):
+            if ids[pos] == current:
+                on_path[pos] = 1
+                current = parents[pos]
+                if not current:
+                    break
+        active: list[Record] = []
+        dropped: list[Record] = []
+        for pos in range(n):
+            if records[pos] >= 0:
+                (active if on_path[pos] or not ids[pos] else dropped).append(self.kept[records[pos]])
+        return active, dropped
 
 
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -86,36 +197,48 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     final_budget = ProseBudget.for_max_text(settings.max_text)
     collecting = ProseBudget(cap=final_budget.cap * 2)
     header: dict[str, Any] = {}
-    entries: list[_Entry] = []
+    tree = _Tree()
+    tally = Tally()
+    subagent = _is_subagent_file(path)
     message_index = 0
     for line_no, line, whole in scan.lines(_wanted):
         head = line[:_HEAD]
         if not whole or _skippable(head):
             entry_id, parent_id = _ids_from_head(head)
+            tally.note(_decision_from_head(head))
             if entry_id is not None:
-                entries.append(_Entry(entry_id, parent_id, None))
+                tree.add(_id_hash(entry_id), _id_hash(parent_id), None)
             continue
         obj = scan.parse(line_no, line)
         if not isinstance(obj, dict):
             continue
         kind = obj.get("type")
         if kind == "session":
+            tally.note(METADATA)
             if not header:
                 header = obj
+                subagent = subagent or isinstance(obj.get("parentSession"), str)
             continue
         entry_id = obj.get("id") if isinstance(obj.get("id"), str) else None
         parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
         record = None
         message = obj.get("message")
-        if isinstance(message, dict) and message.get("role") in _PROSE_ROLES:
-            text = _prose_of(message)
+        if kind == "message" and isinstance(message, dict):
+            decision, text = _decide(message, subagent)
             if text and collecting.admit(text):
                 created = message.get("timestamp") or obj.get("timestamp")
-                record = make_record(message["role"], text, created, message_index)
-            message_index += 1
+                record = make_record(ROLE_OF[decision], text, created, message_index)
+            if decision in ROLE_OF:
+                message_index += 1
+            tally.note(decision)
+        else:
+            tally.note(_ENTRY_TYPES.get(kind, UNKNOWN) if isinstance(kind, str) else UNKNOWN)
         if entry_id is not None or record is not None:
-            entries.append(_Entry(entry_id, parent, record))
-    kept = [r for r in _active_branch(entries) if final_budget.admit(r.text)]
+            tree.add(_id_hash(entry_id), _id_hash(parent), record)
+    active, dropped = tree.active_branch()
+    for record in dropped:
+        tally.moved({"user": USER, "agent": AGENT}.get(record.role, ASSISTANT), ABANDONED, 1)
+    kept = [r for r in active if final_budget.admit(r.text)]
     session_id = header.get("id")
     cwd = header.get("cwd")
     return scan.unit(
@@ -125,7 +248,40 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         created_at=iso_time(header.get("timestamp")),
         records=kept,
         truncated=collecting.truncated or final_budget.truncated,
+        tally=tally,
     )
+
+
+def _is_subagent_file(path: Path) -> bool:
+    """A sub-agent's transcript sits in its parent session's artifacts folder
+    (the session file's path without ``.jsonl``)."""
+    return (path.parent.parent / (path.parent.name + ".jsonl")).is_file()
+
+
+def _decide(message: dict[str, Any], subagent: bool) -> tuple[str, str]:
+    role = message.get("role")
+    decision = _ROLES.get(role, UNKNOWN) if isinstance(role, str) else UNKNOWN
+    if decision not in (USER, ASSISTANT):
+        return decision, ""
+    # Agent-originated "user" turns (advisor updates and the like) are not the user's words.
+    if decision == USER and (message.get("synthetic") is True or message.get("attribution") == "agent"):
+        return INJECTED, ""
+    text = _prose_of(message)
+    if not text:
+        parts = message.get("content")
+        kinds = {p.get("type") for p in parts if isinstance(p, dict)} if isinstance(parts, list) else set()
+        return (REASONING if "thinking" in kinds else TOOL_IO if "toolCall" in kinds else METADATA), ""
+    return (AGENT if decision == USER and subagent else decision), text
+
+
+def _decision_from_head(head: bytes) -> str:
+    typed = _LINE_TYPE.match(head)
+    if typed and typed.group(1) != b"message":
+        return _ENTRY_TYPES.get(typed.group(1).decode(), UNKNOWN)
+    role = _ROLE.search(head)
+    if role:
+        return _ROLES.get(role.group(1).decode(), UNKNOWN)
+    return UNKNOWN
 
 
 def _wanted(head: bytes) -> bool:
@@ -154,36 +310,15 @@ def _ids_from_head(head: bytes) -> tuple[str | None, str | None]:
 
 
 def _prose_of(message: dict[str, Any]) -> str:
-    # Agent-originated "user" turns (advisor updates and the like) are not the user's words.
-    if message.get("role") == "user" and (message.get("synthetic") is True or message.get("attribution") == "agent"):
-        return ""
     parts = content_texts(message.get("content"))
     texts = [p for p in parts if p.strip() and not p.startswith(_BLOB_REF)]
     return "\n\n".join(texts)
 
 
-def _active_branch(entries: list[_Entry]) -> list[Record]:
-    """Records on the path from the last entry back to the root.
-
-    Entries without an id (v1, linear) are all kept. A parent that is not in
-    the file ends the walk; a cycle cannot loop for ever.
-    """
-    parents = {e.entry_id: e.parent_id for e in entries if e.entry_id is not None}
-    if not parents:
-        return [e.record for e in entries if e.record is not None]
-    leaf = next(e.entry_id for e in reversed(entries) if e.entry_id is not None)
-    on_path: set[str] = set()
-    current: str | None = leaf
-    while current is not None and current not in on_path and current in parents:
-        on_path.add(current)
-        current = parents[current]
-    return [e.record for e in entries if e.record is not None and (e.entry_id is None or e.entry_id in on_path)]
-
-
 def _load_advisor(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     """Hash the file in one streamed pass; never parse it."""
     path = Path(ref.locator)
-    root = settings.omp_sessions
+    root = Path(ref.payload) if isinstance(ref.payload, str) else settings.omp_sessions
     try:
         relative = path.relative_to(root) if root is not None else Path(path.name)
     except ValueError:

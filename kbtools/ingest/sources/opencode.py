@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,11 +45,20 @@ from typing import Any, NamedTuple
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.sources.common import (
+    ASSISTANT,
+    INJECTED,
+    METADATA,
+    REASONING,
+    TOOL_IO,
+    UNKNOWN,
+    USER,
     ProseBudget,
+    Tally,
     compact_json,
     error_unit,
     make_record,
     read_error,
+    read_regular_bytes,
     unavailable_ref,
     unavailable_unit,
 )
@@ -138,27 +148,48 @@ def _list_sessions(db: Path) -> list[tuple[tuple[str, str], tuple[Any, ...]]]:
         if not columns:
             raise sqlite3.DatabaseError("no session table")
         directory = "directory" if "directory" in columns else "''"
-        messages = dict(conn.execute("SELECT session_id, count(*) FROM message GROUP BY session_id"))
+        message_updated = _newest(conn, "message")
+        part_updated = _newest(conn, "part")
+        messages = {
+            sid: (count, newest)
+            for sid, count, newest in conn.execute(
+                f"SELECT session_id, count(*), {message_updated} FROM message GROUP BY session_id"
+            )
+        }
         if "session_id" in {row[1] for row in conn.execute("PRAGMA table_info(part)")}:
             # Its own index (part_session_idx): four times faster than through message.
-            parts = dict(conn.execute("SELECT session_id, count(*) FROM part GROUP BY session_id"))
+            query = f"SELECT session_id, count(*), {part_updated} FROM part GROUP BY session_id"
         else:  # a schema whose part table lacks session_id
-            parts = dict(
-                conn.execute(
-                    "SELECT m.session_id, count(*) FROM part p JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
-                )
+            query = (
+                f"SELECT m.session_id, count(*), {part_updated.replace('time_updated', 'p.time_updated')}"
+                " FROM part p JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
             )
+        parts = {sid: (count, newest) for sid, count, newest in conn.execute(query)}
         listing = []
         for session_id, project_id, cwd, updated in conn.execute(
             f"SELECT id, project_id, {directory}, time_updated FROM session ORDER BY id"
         ):
             project = cwd or project_id or ""
-            version = (updated, messages.get(session_id, 0), parts.get(session_id, 0))
+            version = _version(updated, messages.get(session_id, (0, None)), parts.get(session_id, (0, None)))
             listing.append(((str(session_id), str(project)), version))
         conn.execute("COMMIT")
         return listing
     finally:
         conn.close()
+
+
+def _newest(conn: sqlite3.Connection, table: str) -> str:
+    """The SQL of a group's newest ``time_updated``: an OpenCode part edited in
+    place (a tool part's state, a text part rewritten) bumps its row's
+    ``time_updated`` and nothing else, so the version must see it."""
+    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    return "max(time_updated)" if "time_updated" in columns else "NULL"
+
+
+def _version(updated: Any, messages: tuple[int, Any], parts: tuple[int, Any]) -> tuple[Any, ...]:
+    """A session's version: its ``time_updated``, then per table the row count
+    and the newest row's ``time_updated`` — every row that feeds the session."""
+    return (updated, messages[0], parts[0], messages[1], parts[1])
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -182,12 +213,13 @@ def _failed(ref: SourceRef, session_id: str, project: str, error: str) -> Source
 class _Collector:
     """Builds one record per message from its text parts, in order."""
 
-    __slots__ = ("budget", "records", "malformed", "_texts", "_current")
+    __slots__ = ("budget", "records", "malformed", "_texts", "_current", "tally")
 
     def __init__(self, budget: ProseBudget) -> None:
         self.budget = budget
         self.records: list[Record] = []
         self.malformed = 0
+        self.tally = Tally()
         self._texts: list[str] = []
         self._current: tuple[str, Any, int] | None = None
 
@@ -198,6 +230,10 @@ class _Collector:
     def text(self, text: str) -> None:
         if text.strip():
             self._texts.append(text)
+            role = self._current[0] if self._current is not None else ""
+            self.tally.note(USER if role == "user" else ASSISTANT)
+        else:
+            self.tally.note(METADATA)
 
     def flush(self) -> None:
         if self._current is not None and self._texts:
@@ -225,7 +261,25 @@ class _Collector:
             error=f"malformed_records: {self.malformed}" if self.malformed else "",
             truncated=self.budget.truncated,
             stat_key=ref.stat_key,
+            decisions=dict(self.tally.counts),
         )
+
+
+# MessageV2 part types (session/message-v2.ts) other than text, by decision.
+_PART_TYPES = {
+    "reasoning": REASONING,
+    "tool": TOOL_IO,
+    "patch": TOOL_IO,
+    "subtask": TOOL_IO,
+    "file": METADATA,
+    "agent": METADATA,
+    "step-start": METADATA,
+    "step-finish": METADATA,
+    "snapshot": METADATA,
+    "retry": METADATA,
+    "compaction": INJECTED,
+}
+_PART_TYPE = re.compile(rb'"type"\s*:\s*"([a-z-]+)"')
 
 
 def _message_info(data: Any, fallback_time: Any) -> tuple[str, Any] | None:
@@ -242,6 +296,8 @@ def _part_text(raw: bytes | None, collector: _Collector) -> None:
     """Feed a part's prose to the collector; skip tool and other parts unparsed."""
     head = raw[:_HEAD] if raw is not None else b""
     if b'"type":"text"' not in head and b'"type":"' in head:
+        found = _PART_TYPE.search(head)
+        collector.tally.note(_PART_TYPES.get(found.group(1).decode(), UNKNOWN) if found else UNKNOWN)
         return
     if raw is None:  # NULL
         collector.malformed += 1
@@ -252,8 +308,11 @@ def _part_text(raw: bytes | None, collector: _Collector) -> None:
         collector.malformed += 1
         return
     if not isinstance(part, dict) or part.get("type") != "text":
+        kind = part.get("type") if isinstance(part, dict) else None
+        collector.tally.note(_PART_TYPES.get(kind, UNKNOWN) if isinstance(kind, str) else UNKNOWN)
         return
     if part.get("synthetic") is True or part.get("ignored") is True:
+        collector.tally.note(INJECTED)
         return
     text = part.get("text")
     if isinstance(text, str):
@@ -275,6 +334,10 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         session_row = dict(zip(names, row))
         digest.update(compact_json(session_row).encode())
         messages: dict[str, tuple[str, Any, int] | None] = {}
+        message_updated = _newest(conn, "message")
+        newest_message = conn.execute(
+            f"SELECT {message_updated} FROM message WHERE session_id = ?", (session.session_id,)
+        ).fetchone()[0]
         for index, (message_id, created, data) in enumerate(
             conn.execute(
                 "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
@@ -294,17 +357,23 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         # Part ids sort in time; an old schema without ids is ordered by time, then insertion.
         id_column, part_order = ("p.id", "p.id") if "id" in part_columns else ("p.rowid", "p.time_created, p.rowid")
         part_count = 0
-        for part_id, message_id, data in conn.execute(
+        part_updated = "p.time_updated" if _newest(conn, "part") != "NULL" else "NULL"
+        newest_part = None
+        for part_id, message_id, data, part_time in conn.execute(
             # As a BLOB: bytes straight from the page, no UTF-8 decode of tool output.
-            f"SELECT {id_column}, p.message_id, CAST(p.data AS BLOB) FROM part p JOIN message m ON m.id = p.message_id"
+            f"SELECT {id_column}, p.message_id, CAST(p.data AS BLOB), {part_updated}"
+            " FROM part p JOIN message m ON m.id = p.message_id"
             f" WHERE m.session_id = ? ORDER BY m.time_created, m.id, {part_order}",
             (session.session_id,),
         ):
             part_count += 1
+            if part_time is not None and (newest_part is None or part_time > newest_part):
+                newest_part = part_time
             digest.update(f"\0p\0{part_id}\0{message_id}\0".encode())
             digest.update(_bytes(data))
             message = messages.get(message_id)
             if message is None:
+                collector.tally.note(INJECTED)  # a part of a compaction summary or a non-prose message
                 continue
             if message_id != current:
                 collector.start(*message)
@@ -323,7 +392,9 @@ def _load_db_session(ref: SourceRef, session: _DbSession, settings: SourceSettin
         session_row.get("time_updated"),
     )
     # The version of the snapshot read, in discovery's terms.
-    unit.stat_key = (session_row.get("time_updated"), len(messages), part_count)
+    unit.stat_key = _version(
+        session_row.get("time_updated"), (len(messages), newest_message), (part_count, newest_part)
+    )
     return unit
 
 
@@ -344,16 +415,41 @@ def _discover_storage(storage: Path, covered: set[str]) -> Iterator[SourceRef]:
             continue  # migrated into a DB: read there, not twice
         try:
             st = path.stat()
-            message_dir = storage / "message" / session_id
-            count = len(os.listdir(message_dir)) if message_dir.is_dir() else 0
-            version: tuple[Any, ...] | None = (st.st_size, st.st_mtime_ns, st.st_ino, count)
+            version: tuple[Any, ...] | None = (
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ino,
+                *_tree_version(storage, session_id),
+            )
         except OSError:
             version = None
         yield SourceRef(TOOL, "session", "json", str(path), stat_key=version)
 
 
+def _tree_version(storage: Path, session_id: str) -> tuple[int, int, int]:
+    """(files, total size, newest mtime_ns) of a legacy session's message and
+    part files: a part file edited in place changes it."""
+    files = size = newest = 0
+    message_dir = storage / "message" / session_id
+    folders = [message_dir]
+    try:
+        with os.scandir(message_dir) as entries:
+            folders += [storage / "part" / Path(e.name).stem for e in entries if e.name.endswith(".json")]
+    except OSError:
+        return (0, 0, 0)
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    st = entry.stat(follow_symlinks=False)
+                    files, size, newest = files + 1, size + st.st_size, max(newest, st.st_mtime_ns)
+        except OSError:
+            continue
+    return (files, size, newest)
+
+
 def _read_json_file(path: Path, digest: Any) -> bytes:
-    data = path.read_bytes()
+    data = read_regular_bytes(path)
     digest.update(f"\0{path.name}\0".encode())
     digest.update(data)
     return data

@@ -80,7 +80,7 @@ def test_base_url_path_prefix_is_kept(serve) -> None:  # type: ignore[no-untyped
 
     server = serve(handle)
     assert run(server.url + "/hindsight/") == []
-    assert seen == ["/hindsight/v1/default/banks"]
+    assert seen == ["/hindsight/v1/default/banks?limit=500&offset=0"]  # banks are paged too
 
 
 def test_http_500_is_retried_then_one_error_unit(serve) -> None:  # type: ignore[no-untyped-def]

@@ -21,7 +21,19 @@ from tests.testing.sessions import (
 
 
 def test_registry_is_in_loader_order() -> None:
-    assert [s.name for s in SOURCES] == ["omp", "opencode", "codex", "prompt_history", "hindsight", "claude"]
+    assert [s.name for s in SOURCES] == [
+        "omp",
+        "opencode",
+        "codex",
+        "prompt_history",
+        "hindsight",
+        "claude",
+        # then every other module of the package that declares a READER, by name
+        "aider",
+        "copilot",
+        "cursor",
+        "gemini",
+    ]
 
 
 def test_defaults_follow_home_and_xdg(hermetic_env: Path, tmp_path: Path) -> None:
@@ -91,6 +103,10 @@ def test_every_store_end_to_end_through_the_registry(hermetic_env: Path, tmp_pat
         ("codex", "prompt-history"),
         ("opencode", "prompt-history"),
         ("claude", "session"),
+        ("aider", "session-store"),
+        ("copilot", "session-store"),
+        ("cursor", "session-store"),
+        ("gemini", "session-store"),
     ]
     assert [u.records[0].text for u in units if u.records] == ["omp q", "opencode q", "codex q", "typed", "claude q"]
     assert all(u.error == "" for u in units)
@@ -104,6 +120,10 @@ def test_nothing_installed_gives_one_unavailable_unit_per_session_store(tmp_path
         ("opencode", "unavailable", "source_store_unavailable", ""),
         ("codex", "unavailable", "source_store_unavailable", ""),
         ("claude", "unavailable", "source_store_unavailable", ""),
+        ("aider", "unavailable", "source_store_unavailable", ""),
+        ("copilot", "unavailable", "source_store_unavailable", ""),
+        ("cursor", "unavailable", "source_store_unavailable", ""),
+        ("gemini", "unavailable", "source_store_unavailable", ""),
     ]
 
 
