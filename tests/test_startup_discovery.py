@@ -80,7 +80,7 @@ def test_file_store_refs_equal_a_plain_walk_in_value_and_order(tmp_path: Path) -
     _touch(codex / "history.jsonl")
     _tricky_tree(claude / "projects", tmp_path / "outside-claude")
     settings = SourceSettings(omp_sessions=omp, codex_dir=codex, claude_dir=claude, opencode_db=tmp_path / "none.db")
-    refs = [r for r in discover_all(settings) if r.tool != "opencode"]
+    refs = [r for r in discover_all(settings) if r.tool in ("omp", "codex", "claude")]
 
     codex_sessions = sorted(
         _expected("codex", codex / "sessions") + _expected("codex", codex / "archived_sessions"),
@@ -133,7 +133,8 @@ def test_a_root_that_cannot_be_listed_gives_nothing(tmp_path: Path) -> None:
 
 
 def test_readers_are_imported_by_discovery_before_its_first_ref(tmp_path: Path) -> None:
-    """Importing the registry imports no reader; discovery imports every reader the run
+    """Importing the registry imports none of the six built-in readers (the declared ones
+    are imported for their declarations); discovery imports every reader the run
     may use before its first ref (workers forked later inherit them), but not Hindsight's
     (nor its HTTP client) while no Hindsight URL is configured."""
     _touch(tmp_path / "s.jsonl")
@@ -150,6 +151,6 @@ def test_readers_are_imported_by_discovery_before_its_first_ref(tmp_path: Path) 
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == [
-        "['claude', 'codex', 'common', 'omp', 'opencode', 'prompt_history']",
+        "['aider', 'claude', 'codex', 'common', 'copilot', 'cursor', 'gemini', 'omp', 'opencode', 'prompt_history']",
         "False",
     ]

@@ -82,7 +82,8 @@ def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     for root in roots:
         for path in walk_files(root, ".jsonl", skip_dirs=_SKIP_DIRS):
             if os.path.basename(path).startswith(ADVISOR_PREFIX):
-                yield file_ref(TOOL, "advisor", path, payload=str(root))
+                # The root it was found under names the advisor (None: the configured one).
+                yield file_ref(TOOL, "advisor", path, payload=None if root == settings.omp_sessions else str(root))
             else:
                 yield file_ref(TOOL, "session", path)
 
