@@ -347,7 +347,11 @@ def test_cli_rejects_an_unknown_agent(tmp_path: Path) -> None:
 
 def test_committed_examples_are_what_the_documented_command_generates(tmp_path: Path) -> None:
     generate(tmp_path, **EXAMPLE_ARGS)  # type: ignore[arg-type]
-    assert _files(tmp_path) == _files(EXAMPLES)
+    # The samples of the agents the generator does not write are written by hand after
+    # their upstream types (tests/ingest/sources/test_declared_locations.py reads them).
+    hand_written = ("aider/", "copilot/", "cursor/", "gemini/")
+    committed = {name: data for name, data in _files(EXAMPLES).items() if not name.startswith(hand_written)}
+    assert _files(tmp_path) == committed
     readme = (REPO / "examples" / "README.md").read_text()
     assert f"--mb 1.5 --seed {EXAMPLE_ARGS['seed']} --safe-secrets" in readme
 
