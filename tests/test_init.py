@@ -239,6 +239,8 @@ def test_configuration_doc_lists_every_kb_yaml_key_with_its_default(tmp_path):
             continue
         assert getattr(documented, section) == getattr(defaults, section), section
         for key in getattr(defaults, section)._fields:
+            if (section, key) == ("ingest", "locations"):
+                continue  # the keys each reader declares (ingest.gemini_dir, ...): documented in their own table
             assert f"  {key}:" in block, f"{section}.{key} is not documented"
 
 
