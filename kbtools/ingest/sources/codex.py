@@ -207,6 +207,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             session_identity=ref.locator,
             project_identity=TOOL,
             skip_reason="prompt_index_covered_by_session_store",
+            decision=DUPLICATE,  # each line a prompt the rollouts already hold
         )
     if ref.format == "json":
         return _load_json_session(ref, settings)

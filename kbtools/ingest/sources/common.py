@@ -257,29 +257,50 @@ def _is_symlink(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def hash_file(path: Path) -> tuple[str, os.stat_result | None, str]:
-    """(sha256 of the bytes, stat at open, error) in one streamed pass, for
-    files that are recorded but never mined."""
+_BLANK_LINE = re.compile(rb"(?<=\n)\n")
+
+
+class FileHash(NamedTuple):
+    """A file hashed in one streamed pass: sha256 of the bytes, the stat at
+    open, the error (if any) and how many non-empty lines it holds."""
+
+    content_hash: str
+    stat: os.stat_result | None
+    error: str
+    lines: int = 0
+
+
+def hash_file(path: Path) -> FileHash:
+    """The file's :class:`FileHash`, for files that are recorded but never mined."""
     digest = hashlib.sha256()
+    lines = 0
     try:
         with open_regular(path) as fh:
             st = os.fstat(fh.fileno())
-            size = 0
+            size, last = 0, b"\n"
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)
                 size += len(chunk)
+                # A line ends at a newline; a blank one (a newline after a newline) is no record.
+                lines += chunk.count(b"\n") - len(_BLANK_LINE.findall(chunk)) - (chunk[:1] == b"\n" == last)
+                last = chunk[-1:]
+            lines += last != b"\n"
         after = os.stat(path)
     except NotRegularFile:
-        return sha256_hex(NOT_REGULAR), None, NOT_REGULAR
+        return FileHash(sha256_hex(NOT_REGULAR), None, NOT_REGULAR)
     except OSError as exc:
-        return sha256_hex(os_error_reason(exc)), None, read_error(exc)
+        return FileHash(sha256_hex(os_error_reason(exc)), None, read_error(exc))
     changed = size != st.st_size or after.st_size != st.st_size or after.st_mtime_ns != st.st_mtime_ns
-    return digest.hexdigest(), st, CHANGED_DURING_READ if changed else ""
+    return FileHash(digest.hexdigest(), st, CHANGED_DURING_READ if changed else "", lines)
 
 
-def unmined_unit(ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str) -> SourceUnit:
-    """A file recorded in the ledgers (hash, stat) but deliberately not parsed."""
-    content_hash, st, error = hash_file(Path(ref.locator))
+def unmined_unit(
+    ref: SourceRef, *, session_identity: str, project_identity: str, skip_reason: str, decision: str
+) -> SourceUnit:
+    """A file recorded in the ledgers (hash, stat) but deliberately not parsed:
+    each of its lines is counted under ``decision``, the one that holds for the
+    whole file."""
+    content_hash, st, error, lines = hash_file(Path(ref.locator))
     if error == NOT_REGULAR:
         skip_reason, error = NOT_REGULAR, ""
     return SourceUnit(
@@ -295,6 +316,7 @@ def unmined_unit(ref: SourceRef, *, session_identity: str, project_identity: str
         skip_reason=skip_reason,
         error=error,
         stat_key=stat_key(st) if st is not None and not error else None,
+        decisions={decision: lines} if lines and not error else {},
     )
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from kbtools.ingest.hashing import iso_time, sha256_hex
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
-from kbtools.ingest.sources.common import compact_json, make_record, text_of
+from kbtools.ingest.sources.common import ASSISTANT, METADATA, compact_json, make_record, text_of
 
 TOOL = "hindsight"
 PAGE_SIZE = 500
@@ -176,6 +176,9 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         content_hash=memory.content_hash,
         records=[make_record("assistant", text, created, 0)] if text.strip() else [],
         stat_key=ref.stat_key,
+        # A memory is the agent's statement of a fact it kept: assistant prose;
+        # one without text is bookkeeping.
+        decisions={ASSISTANT if text.strip() else METADATA: 1},
     )
 
 

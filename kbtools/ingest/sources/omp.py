@@ -331,4 +331,5 @@ def _load_advisor(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         session_identity=str(relative),
         project_identity=relative.parts[0] if relative.parts else "",
         skip_reason="internal_control_plane",
+        decision=INJECTED,  # the watchdog's own transcript: harness text, every line of it
     )

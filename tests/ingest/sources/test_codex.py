@@ -85,6 +85,20 @@ def test_history_index_is_recorded_but_not_mined(tmp_path: Path) -> None:
     assert hist.records == []
     assert hist.session_identity == str(history)
     assert hist.content_hash == sha256_hex(history.read_bytes())
+    # Not parsed, yet every line is counted: a prompt the rollouts already hold.
+    assert hist.decisions == {"duplicate": 2}
+
+
+def test_history_lines_are_counted_across_read_pieces_and_blank_lines(tmp_path: Path) -> None:
+    """codex-rs/core/src/message_history.rs appends one ``{session_id, ts, text}``
+    line per prompt; a long prompt can straddle the 1 MiB pieces the file is
+    hashed in, blank lines are no prompts, and a last line may lack its newline."""
+    history = tmp_path / "history.jsonl"
+    line = b'{"session_id":"s","ts":1,"text":"%s"}'
+    long = line % (b"x" * ((1 << 20) - 20))
+    history.write_bytes(b"\n" + line % b"a" + b"\n\n\n" + long + b"\n" + b"\n" * 3 + line % b"b" + b"\n" + line % b"c")
+    (hist,) = [u for u in load_all(tmp_path) if u.record_type == "prompt-history"]
+    assert hist.decisions == {"duplicate": 4}
 
 
 def test_legacy_envelope_less_rollout(tmp_path: Path) -> None:

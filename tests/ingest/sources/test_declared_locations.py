@@ -100,3 +100,22 @@ def test_bundled_sample_sessions_read_as_prose(module_name: str, location: str, 
     assert (unit.error, unit.skip_reason) == ("", "")
     assert [r.role for r in unit.records] == ["user", "assistant"]
     assert "unknown" not in unit.decisions
+
+
+def test_every_bundled_sample_store_yields_candidates(tmp_path: Path) -> None:
+    """The README's first command ingests the bundled sample stores through the
+    repository's own `.kb.yaml`: each agent wired there shows what it brings,
+    and every record is decided (none unknown)."""
+    repo = EXAMPLES.parents[1]
+    from ruamel.yaml import YAML
+
+    wired = YAML(typ="safe").load((repo / ".kb.yaml").read_text())["ingest"]
+    out = tmp_path / "ledgers"
+    result = run_kb("ingest", "--write", "--output-dir", str(out), "--root", str(repo), cwd=repo)
+    assert result.code == 0, result.err
+    summary = json.loads(result.out)
+    assert (summary["failed"], summary["errors"], summary["unknown_records"]) == (0, 0, 0)
+    tools = {json.loads(line)["tool"] for line in (out / "candidates.jsonl").read_text().splitlines()}
+    expected = {"omp", "codex", "opencode", "claude", "gemini", "copilot", "cursor", "aider"}
+    assert {key.split("_")[0] for key in wired if not key.startswith(("skip", "prompt"))} == expected
+    assert tools == expected

@@ -45,9 +45,13 @@ def test_memories_become_units_across_pages_and_banks(serve, monkeypatch: pytest
     memories = {
         "team": [{"id": f"m{i}", "text": f"fact {i}", "date": 1700000000 + i} for i in range(5)],
         "solo bank": [{"id": "x", "content": {"text": "object text"}, "edited_at": "2026-01-01T00:00:00Z"}],
+        "empty": [{"id": "e", "text": "  "}],
     }
     server = serve(hindsight_memory_api(memories))
-    units = run(server.url)
+    *units, empty = run(server.url)
+    # Each memory is counted per decision: the agent's kept fact, or bookkeeping without text.
+    assert all(u.decisions == {"assistant_prose": 1} for u in units)
+    assert (empty.records, empty.decisions) == ([], {"metadata": 1})
     assert [(u.project_identity, u.session_identity, u.records[0].text) for u in units] == [
         *[("team", f"m{i}", f"fact {i}") for i in range(5)],
         ("solo bank", "x", "object text"),

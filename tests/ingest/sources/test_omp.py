@@ -85,6 +85,11 @@ def test_advisor_file_is_a_skipped_unit_without_records(tmp_path: Path) -> None:
         assert unit.records == []
         assert unit.content_hash == sha256_hex(path.read_bytes())
         assert unit.stat_key is not None
+    # Never parsed, yet every line (header and messages) is counted: the watchdog's own, injected.
+    for path, messages in ((advisor, 2), (named, 1)):
+        lines = path.read_text().splitlines()
+        assert len(lines) > messages
+        assert by_path[str(path)].decisions == {"injected": len(lines)}
     assert by_path[str(session_file)].record_type == "session"
 
 
