@@ -373,3 +373,50 @@ def test_ingest_bench_reports_three_phases(tmp_path: Path) -> None:
     assert rows["appended"]["processed"] == rows["append"]["sessions"]
     # The benchmark grows its own copy, never the corpus it was given.
     assert _files(tmp_path / "corpus") != _files(tmp_path / "work" / "corpus")
+
+
+def _omp_line_bytes(root: Path) -> tuple[int, int]:
+    """Bytes of OMP assistant message lines, and of every OMP line."""
+    assistant = total = 0
+    for path in (root / "omp").rglob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            total += len(line)
+            entry = json.loads(line)
+            if entry.get("type") == "message" and entry["message"].get("role") == "assistant":
+                assistant += len(line)
+    return assistant, total
+
+
+def test_prose_heavy_shape_has_no_huge_sessions_and_bytes_in_assistant_lines(tmp_path: Path) -> None:
+    from corpus import SHAPES
+
+    default = generate(tmp_path / "default", total_bytes=12_000_000, seed=4, agents=("omp",))
+    heavy = generate(tmp_path / "heavy", total_bytes=12_000_000, seed=4, agents=("omp",), shape=SHAPES["prose-heavy"])
+    assert default[0].sessions and heavy[0].sessions
+    # No multi-MB sessions (a session overshoots its target by at most one turn).
+    assert max(p.stat().st_size for p in (tmp_path / "heavy" / "omp").rglob("*.jsonl")) < 1_500_000
+    share = {name: a / t for name, (a, t) in ((n, _omp_line_bytes(tmp_path / n)) for n in ("default", "heavy"))}
+    assert share["default"] < 0.4 < 0.6 < share["heavy"]
+    finals = [
+        entry["message"]["content"]
+        for path in (tmp_path / "heavy" / "omp").rglob("*.jsonl")
+        for entry in map(json.loads, path.read_bytes().splitlines())
+        if entry.get("type") == "message" and entry["message"].get("stopReason") == "stop"
+    ]
+    assert any([part["type"] for part in parts] == ["thinking", "text"] for parts in finals)
+
+
+def test_cli_shape_option(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "0.5", "--shape", "prose-heavy"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["shape"] == "prose-heavy"
+    bad = subprocess.run(
+        [sys.executable, str(BENCH / "gen_corpus.py"), str(tmp_path), "--mb", "0.5", "--shape", "huge"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "--shape: invalid choice: 'huge'" in bad.stderr

@@ -1,13 +1,14 @@
 """A deterministic generator of coding-agent session stores laid out as the agents write them.
 
-`generate(out, total_bytes=..., seed=..., agents=..., secret_mode=...)` writes
+`generate(out, total_bytes=..., seed=..., agents=..., secret_mode=..., shape=...)` writes
 
     out/omp/agent/sessions/<dir>/<ts>_<id>.jsonl (+ <stem>/__advisor.jsonl, subagent transcripts)
     out/codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl, archived_sessions/, history.jsonl
     out/opencode/opencode.db (+ storage/ legacy JSON), out/opencode-state/prompt-history.jsonl
     out/claude/projects/<escaped-cwd>/<uuid>.jsonl (+ <uuid>/subagents/), history.jsonl
 
-Same seed, size and options → byte-identical files (and mtimes).
+Same seed, size and options → byte-identical files (and mtimes). The shapes
+(session sizes, what a message carries, each agent's share) are in corpus.shapes.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from corpus import claude, codex, omp, opencode
 from corpus.common import budgets, tree_stats
 from corpus.content import Content
 from corpus.secrets import SECRET_MODES
+from corpus.shapes import DEFAULT, SHAPES, Shape
 
 AGENTS = ("omp", "codex", "opencode", "claude")
-# Share of the total per agent (renormalised over the agents asked for).
-WEIGHTS = {"omp": 0.35, "codex": 0.30, "opencode": 0.20, "claude": 0.15}
 WRITERS = {"omp": omp.write, "codex": codex.write, "opencode": opencode.write, "claude": claude.write}
 # The store directories each agent owns under the output dir.
 STORES = {"omp": ("omp",), "codex": ("codex",), "opencode": ("opencode", "opencode-state"), "claude": ("claude",)}
 
-__all__ = ["AGENTS", "SECRET_MODES", "StoreStats", "agents_in", "generate", "ingest_flags", "store_size"]
+__all__ = ["AGENTS", "SECRET_MODES", "SHAPES", "StoreStats", "agents_in", "generate", "ingest_flags", "store_size"]
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,20 @@ class StoreStats:
 
 
 def generate(
-    out: Path, *, total_bytes: int, seed: int, agents: tuple[str, ...] = AGENTS, secret_mode: str = "random"
+    out: Path,
+    *,
+    total_bytes: int,
+    seed: int,
+    agents: tuple[str, ...] = AGENTS,
+    secret_mode: str = "random",
+    shape: Shape = DEFAULT,
 ) -> list[StoreStats]:
     unknown = sorted(set(agents) - set(AGENTS))
     if unknown:
         raise ValueError(f"unknown agent(s): {', '.join(unknown)} (known: {', '.join(AGENTS)})")
-    content = Content(seed, secret_mode)
+    content = Content(seed, secret_mode, shape)
     stats = []
-    for agent, budget in budgets(total_bytes, list(agents), WEIGHTS):
+    for agent, budget in budgets(total_bytes, list(agents), shape.weights):
         for store in STORES[agent]:
             shutil.rmtree(out / store, ignore_errors=True)
         sessions = WRITERS[agent](out, budget, content, seed)

@@ -235,7 +235,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
     subagents = 0
     while written < budget:
         rng = random.Random(f"{seed}/claude/{sessions}")
-        target, heavy = session_size(rng, budget - written)
+        target, heavy = session_size(rng, budget - written, content.shape)
         ctx = new_context(rng, "anthropic", rng.choice(MODELS["anthropic"]), heavy)
         sid, version = uuid4(rng), rng.choice(VERSIONS)
         t = _Transcript(rng, ctx, sid, version, None)

@@ -229,7 +229,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
     index: list[tuple[int, str]] = []
     while written < budget:
         rng = random.Random(f"{seed}/codex/{sessions}")
-        target, heavy = session_size(rng, budget - written)
+        target, heavy = session_size(rng, budget - written, content.shape)
         ctx = new_context(rng, "openai", rng.choice(MODELS["openai"]), heavy)
         sid = uuid7(rng, ctx.started_ms)
         newer = rng.random() < 0.5  # 2026 builds: ordinals, no event_msg copies of the turn

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from corpus.model import SessionContext
+from corpus.shapes import DEFAULT, Shape
 from corpus.vocab import PEOPLE, PROJECTS
 
 # Sessions start between this instant and ~150 days later.
@@ -45,15 +46,15 @@ def uuid7(rng: random.Random, ms: int) -> str:
     return str(uuid.UUID(int=value))
 
 
-def session_size(rng: random.Random, remaining: int) -> tuple[int, bool]:
+def session_size(rng: random.Random, remaining: int, shape: Shape = DEFAULT) -> tuple[int, bool]:
     """Target bytes of the next session and whether it is a heavy one.
 
-    Long-tailed like real stores: most sessions 20–200 KB, about 3 % several
-    MB; never more than a sixth of what is left so small corpora still hold
-    several sessions per agent.
+    Long-tailed like real stores (by default most sessions 20–200 KB, about 3 %
+    several MB; see corpus.shapes); never more than a sixth of what is left so
+    small corpora still hold several sessions per agent.
     """
-    heavy = rng.random() < 0.03
-    size = rng.uniform(1.0e6, 6.0e6) if heavy else rng.lognormvariate(math.log(60_000), 0.85)
+    heavy = rng.random() < shape.heavy_p
+    size = rng.uniform(*shape.heavy_bytes) if heavy else rng.lognormvariate(math.log(shape.median_bytes), shape.sigma)
     cap = max(MIN_SESSION * 2, remaining // 6)
     size = int(min(cap, max(MIN_SESSION, size)))
     if remaining - size < MIN_SESSION:

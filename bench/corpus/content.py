@@ -14,6 +14,7 @@ import random
 
 from corpus.model import SessionContext, Step, ToolCall, Turn
 from corpus.secrets import SecretMaker
+from corpus.shapes import DEFAULT, Shape
 from corpus.vocab import (
     ADJECTIVES,
     COLLEAGUES,
@@ -470,7 +471,8 @@ def _fence(lang: str, body: str) -> str:
 class Content:
     """Everything one corpus says, built from one seed."""
 
-    def __init__(self, seed: int, secret_mode: str) -> None:
+    def __init__(self, seed: int, secret_mode: str, shape: Shape = DEFAULT) -> None:
+        self.shape = shape
         self.secrets = SecretMaker(secret_mode)
         self.pool = ToolOutputPool(random.Random(f"{seed}/pool"), self.secrets, per_kind=60)
 
@@ -620,7 +622,7 @@ class Content:
     def thinking(self, rng: random.Random, ctx: SessionContext) -> str:
         p = ctx.project
         sentences = []
-        for _ in range(rng.randint(2, 14)):
+        for _ in range(rng.randint(*self.shape.thinking_sentences)):
             sentences.append(
                 rng.choice(
                     (
@@ -658,14 +660,15 @@ class Content:
         start = ctx.tick(rng.uniform(0.5, 20))
         r = rng.random()
         is_error = False
-        if r < 0.32:
+        read, bash, grep, edit, write = self.shape.tools
+        if r < read:
             path = _rel_path(rng, p)
             if rng.random() < 0.06:
                 path, out = ".env", self.pool.pick(rng, "env")
             else:
                 out = self.pool.pick(rng, f"numbered:{lang}")
             kind, args = "read", {"path": path}
-        elif r < 0.62:
+        elif r < bash:
             q = rng.random()
             mod, verb, noun = rng.choice(MODULES), rng.choice(VERBS), rng.choice(NOUNS)
             if q < 0.45:
@@ -690,15 +693,15 @@ class Content:
             else:
                 cmd, out = "docker ps", self.pool.pick(rng, "docker")
             kind, args = "bash", {"command": cmd}
-        elif r < 0.74:
+        elif r < grep:
             kind, args = "grep", {"pattern": rng.choice(NOUNS) + r"\b", "path": "src"}
             out = self.pool.pick(rng, f"grep:{lang}")
-        elif r < 0.92:
+        elif r < edit:
             old, new = source_code(rng, lang, 1).split("\n", 1)[-1], source_code(rng, lang, 1).split("\n", 1)[-1]
             kind, args = "edit", {"path": _rel_path(rng, p), "old": old[:1500], "new": new[:1500]}
             out = f"Applied 1 edit to {args['path']}" if rng.random() < 0.85 else "Error: old text not found in file"
             is_error = out.startswith("Error")
-        elif r < 0.97:
+        elif r < write:
             kind, args = (
                 "write",
                 {"path": _rel_path(rng, p, test=True), "content": self.pool.pick(rng, f"source:{lang}")},
@@ -715,6 +718,8 @@ class Content:
             if secret:
                 cut = out.find("\n", len(out) // 2)
                 out = out + "\n" + secret if cut < 0 else out[:cut] + "\n" + secret + out[cut:]
+        if self.shape.output_cap:
+            out = out[: self.shape.output_cap]
         args = {k: self.personalise(v, ctx) for k, v in args.items()}
         end = ctx.tick(rng.uniform(0.1, 30))
         return ToolCall(kind, args, self.personalise(out, ctx), is_error, start, end)
@@ -726,14 +731,20 @@ class Content:
         prompt_ms = ctx.tick(rng.uniform(20, 900))
         prompt = self.prompt(rng, ctx)
         steps = []
-        for _ in range(rng.choice((0, 1, 1, 2, 2, 3, 4, 6))):
+        shape = self.shape
+        for _ in range(rng.choice(shape.steps)):
             at = ctx.tick(rng.uniform(1, 30))
             tools = tuple(self.tool_call(rng, ctx) for _ in range(rng.choice((1, 1, 1, 2, 3))))
-            thinking = self.thinking(rng, ctx) if rng.random() < 0.6 else ""
-            text = self.commentary(rng, ctx, tools[0]) if rng.random() < 0.5 else ""
+            thinking = self.thinking(rng, ctx) if rng.random() < shape.thinking_p else ""
+            text = self.commentary(rng, ctx, tools[0]) if rng.random() < shape.text_p else ""
             steps.append(Step(thinking, text, tools, at))
         final_ms = ctx.tick(rng.uniform(2, 60))
-        turn = Turn(prompt, prompt_ms, tuple(steps), self.final(rng, ctx), final_ms, control)
+        final = self.final(rng, ctx)
+        # Only shapes with final thinking draw for it: the default stream stays as it was.
+        final_thinking = (
+            self.thinking(rng, ctx) if shape.final_thinking_p and rng.random() < shape.final_thinking_p else ""
+        )
+        turn = Turn(prompt, prompt_ms, tuple(steps), final, final_ms, control, final_thinking)
         ctx.turns.append(turn)
         return turn
 

@@ -36,6 +36,7 @@ class Turn:
     final_ms: int
     # Agent control-plane chatter around the turn: (role, text).
     control: tuple[tuple[str, str], ...] = ()
+    final_thinking: str = ""  # thinking next to the closing prose
 
 
 @dataclass

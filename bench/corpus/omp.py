@@ -150,11 +150,14 @@ def _render_turn(tree: _Tree, rng: random.Random, ctx: SessionContext, turn: Tur
                     "timestamp": call.ended_ms,
                 },
             )
+    final: list[dict[str, object]] = [{"type": "text", "text": turn.final}]
+    if turn.final_thinking:
+        final.insert(0, {"type": "thinking", "thinking": turn.final_thinking, "thinkingSignature": base62(rng, 120)})
     tree.message(
         turn.final_ms,
         {
             "role": "assistant",
-            "content": [{"type": "text", "text": turn.final}],
+            "content": final,
             "api": api,
             "provider": provider,
             "model": model,
@@ -319,7 +322,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
     written = sessions = advisors = 0
     while written < budget:
         rng = random.Random(f"{seed}/omp/{sessions}")
-        target, heavy = session_size(rng, budget - written)
+        target, heavy = session_size(rng, budget - written, content.shape)
         ctx = new_context(rng, "anthropic", rng.choice(MODELS["anthropic"]), heavy)
         sid = uuid7(rng, ctx.started_ms)
         # Session 2 always has an abandoned branch, so even a small corpus shows one.

@@ -376,7 +376,7 @@ def write(out: Path, budget: int, content: Content, seed: int) -> int:
     storage = root / "storage"
     while written < budget:
         rng = random.Random(f"{seed}/opencode/{sessions}")
-        target, heavy = session_size(rng, budget - written)
+        target, heavy = session_size(rng, budget - written, content.shape)
         if legacy < LEGACY_SESSIONS:
             # Legacy sessions predate the DB: keep them short so small corpora still hold several DB sessions.
             target, heavy = min(target, max(MIN_SESSION, budget // 40)), False
