@@ -34,8 +34,6 @@ sessions already hold those prompts.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -58,16 +56,12 @@ from kbtools.ingest.sources.common import (
     USER,
     ZSTD_SUFFIX,
     JsonlScan,
-    NotRegularFile,
     ProseBudget,
     Tally,
     content_texts,
-    error_unit,
     file_ref,
     make_record,
-    not_regular_unit,
-    read_error,
-    read_regular_bytes,
+    read_json_file,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -331,19 +325,10 @@ def _load_json_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     """The TypeScript CLI's session file: ``{"session": {id, timestamp,
     instructions}, "items": [ResponseItem…]}`` (codex-cli/src/utils/storage/save-rollout.ts)."""
     path = Path(ref.locator)
-    try:
-        data = read_regular_bytes(path)
-        st = os.stat(path)
-    except NotRegularFile:
-        return not_regular_unit(ref)
-    except OSError as exc:
-        return error_unit(ref, read_error(exc))
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return error_unit(ref, "malformed_json: session file")
-    if not isinstance(obj, dict):
-        return error_unit(ref, "malformed_json: session file")
+    whole = read_json_file(ref)
+    if isinstance(whole, SourceUnit):
+        return whole
+    obj = whole.obj
     rollout = _Rollout(ProseBudget.for_max_text(settings.max_text))
     session = obj.get("session")
     meta: dict[str, Any] = session if isinstance(session, dict) else {}
@@ -364,11 +349,11 @@ def _load_json_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         session_identity=_session_id(meta, path),
         project_identity=meta["cwd"] if isinstance(meta.get("cwd"), str) else "",
         created_at=iso_time(created),
-        updated_at=iso_time(st.st_mtime_ns / 1_000_000),
-        content_hash=hashlib.sha256(data).hexdigest(),
+        updated_at=whole.mtime,
+        content_hash=whole.content_hash,
         records=rollout.records,
         truncated=rollout.budget.truncated,
-        stat_key=(st.st_size, st.st_mtime_ns, st.st_ino) if st.st_size == len(data) else None,
+        stat_key=whole.stat_key,
         decisions=dict(rollout.tally.counts),
     )
     return unit

@@ -705,3 +705,34 @@ def text_of(value: Any) -> str:
         if isinstance(inner, str):
             return inner
     return ""
+
+
+class JsonFile(NamedTuple):
+    """A session stored as one JSON object (older Codex, Gemini and Copilot
+    releases), read whole: the object, the hash of its bytes, and its stat key
+    (None when the file changed size while read)."""
+
+    obj: dict[str, Any]
+    content_hash: str
+    stat_key: tuple[int, int, int] | None
+    mtime: str
+
+
+def read_json_file(ref: SourceRef) -> JsonFile | SourceUnit:
+    """``ref``'s file as a :class:`JsonFile`, or the unit that says why it cannot be."""
+    path = Path(ref.locator)
+    try:
+        data = read_regular_bytes(path)
+        st = os.stat(path)
+    except NotRegularFile:
+        return not_regular_unit(ref)
+    except OSError as exc:
+        return error_unit(ref, read_error(exc))
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        obj = None
+    if not isinstance(obj, dict):
+        return error_unit(ref, "malformed_json: session file")
+    key = stat_key(st) if st.st_size == len(data) else None
+    return JsonFile(obj, hashlib.sha256(data).hexdigest(), key, mtime_iso(st))

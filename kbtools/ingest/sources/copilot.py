@@ -16,7 +16,16 @@ pieces of a message recorded whole later) are duplicates; lifecycle,
 model, mode, usage and title events are metadata; ``subagent.*`` events are
 the sub-agent's tool I/O. Anything else is counted as unknown.
 
-Location: ``$COPILOT_HOME`` (default ``~/.copilot``). Identity: session =
+Releases before the event log kept each session as one JSON object,
+``history-session-state/<name>.json``: ``{sessionId, startTime, chatMessages,
+timeline}``, ``chatMessages`` in the OpenAI chat shape (``role`` user,
+assistant with ``content`` and ``tool_calls``, tool, system). Those files are
+read too: user and assistant ``content`` are prose, ``tool_calls`` and role
+``tool`` tool I/O, role ``system`` injected; ``timeline`` is the UI's copy of
+the same messages and tool calls (duplicate).
+
+Location: ``$COPILOT_HOME`` (default ``~/.copilot``; it moves the whole folder,
+session state included: github/copilot-cli#1954). Identity: session =
 ``session.start`` ``data.sessionId`` (else the directory or file name),
 project = ``data.context.cwd``.
 """
@@ -44,8 +53,10 @@ from kbtools.ingest.sources.common import (
     ProseBudget,
     Reader,
     Tally,
+    content_texts,
     file_ref,
     make_record,
+    read_json_file,
     unavailable_ref,
     unavailable_unit,
     walk_files,
@@ -86,24 +97,33 @@ _PREFIXES = (
     ("pending_messages.", METADATA),
 )
 _PROSE = (b"user.message", b"assistant.message", b"session.start")
+LEGACY_STATE = "history-session-state"
+# The legacy chatMessages roles.
+_LEGACY_ROLES = {"user": USER, "assistant": ASSISTANT, "tool": TOOL_IO, "system": INJECTED}
 
 
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     (root,) = settings.paths("copilot_dir") or (None,)
     state = root / "session-state" if root is not None else None
-    if state is None or not state.is_dir():
+    legacy = root / LEGACY_STATE if root is not None else None
+    if state is None or legacy is None or not (state.is_dir() or legacy.is_dir()):
         yield unavailable_ref(TOOL, state or "copilot-session-state")
         return
-    for path in walk_files(state, ".jsonl"):
+    for path in walk_files(state, ".jsonl") if state.is_dir() else ():
         relative = Path(path).relative_to(state)
         # <id>/events.jsonl (current) or <id>.jsonl (older); nothing deeper.
         if (len(relative.parts) == 2 and relative.name == "events.jsonl") or len(relative.parts) == 1:
             yield file_ref(TOOL, "session", path)
+    for path in walk_files(legacy, ".json") if legacy.is_dir() else ():
+        if Path(path).parent == legacy:
+            yield file_ref(TOOL, "session", path, fmt="json")
 
 
 def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     if ref.format == "unavailable":
         return unavailable_unit(ref)
+    if ref.format == "json":
+        return _load_legacy(ref, settings)
     path = Path(ref.locator)
     scan = JsonlScan(path)
     budget = ProseBudget.for_max_text(settings.max_text)
@@ -163,3 +183,44 @@ def _wanted(head: bytes) -> bool:
 
 def _fallback_id(path: Path) -> str:
     return path.parent.name if path.name == "events.jsonl" else path.stem
+
+
+def _load_legacy(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
+    """A pre-event-log session: one JSON object with ``chatMessages``."""
+    whole = read_json_file(ref)
+    if isinstance(whole, SourceUnit):
+        return whole
+    obj, tally = whole.obj, Tally()
+    budget = ProseBudget.for_max_text(settings.max_text)
+    records: list[Record] = []
+    tally.note(METADATA)  # sessionId, startTime and the rest of the object
+    messages = obj.get("chatMessages")
+    for message in messages if isinstance(messages, list) else []:
+        role = message.get("role") if isinstance(message, dict) else None
+        decision = _LEGACY_ROLES.get(role, UNKNOWN) if isinstance(role, str) else UNKNOWN
+        if decision in (USER, ASSISTANT):
+            text = "\n\n".join(t for t in content_texts(message.get("content")) if t.strip())
+            if not text:
+                decision = TOOL_IO if message.get("tool_calls") else METADATA
+            elif budget.admit(text):
+                records.append(make_record(str(role), text, None, len(records)))
+        tally.note(decision)
+    timeline = obj.get("timeline")
+    tally.note(DUPLICATE, len(timeline) if isinstance(timeline, list) else 0)
+    session_id = obj.get("sessionId")
+    path = Path(ref.locator)
+    return SourceUnit(
+        tool=TOOL,
+        record_type="session",
+        format="json",
+        source_identity=ref.locator,
+        session_identity=session_id if isinstance(session_id, str) and session_id else path.stem,
+        project_identity="",
+        created_at=iso_time(obj.get("startTime")),
+        updated_at=whole.mtime,
+        content_hash=whole.content_hash,
+        records=records,
+        truncated=budget.truncated,
+        stat_key=whole.stat_key,
+        decisions={k: v for k, v in tally.counts.items() if v},
+    )

@@ -24,7 +24,6 @@ the file stem), project = the first of ``directories``, else ``projectHash``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -47,16 +46,12 @@ from kbtools.ingest.sources.common import (
     USER,
     JsonlScan,
     Location,
-    NotRegularFile,
     ProseBudget,
     Reader,
     Tally,
-    error_unit,
     file_ref,
     make_record,
-    not_regular_unit,
-    read_error,
-    read_regular_bytes,
+    read_json_file,
     unavailable_ref,
     unavailable_unit,
     walk_files,
@@ -249,22 +244,11 @@ def _load_jsonl(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
 
 def _load_json(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     """An older release's whole-file ``ConversationRecord``."""
-    import hashlib
-
     path = Path(ref.locator)
-    try:
-        data = read_regular_bytes(path)
-        st = os.stat(path)
-    except NotRegularFile:
-        return not_regular_unit(ref)
-    except OSError as exc:
-        return error_unit(ref, read_error(exc))
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        obj = None
-    if not isinstance(obj, dict):
-        return error_unit(ref, "malformed_json: session file")
+    whole = read_json_file(ref)
+    if isinstance(whole, SourceUnit):
+        return whole
+    obj = whole.obj
     recording = _Recording(_is_subagent_file(path))
     messages = obj.get("messages")
     recording.meta = {k: v for k, v in obj.items() if k != "messages"}
@@ -285,10 +269,10 @@ def _load_json(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         project_identity=_project(recording.meta),
         created_at=iso_time(recording.meta.get("startTime")),
         updated_at=iso_time(recording.meta.get("lastUpdated")),
-        content_hash=hashlib.sha256(data).hexdigest(),
+        content_hash=whole.content_hash,
         records=records,
         truncated=budget.truncated,
-        stat_key=(st.st_size, st.st_mtime_ns, st.st_ino) if st.st_size == len(data) else None,
+        stat_key=whole.stat_key,
         decisions=dict(recording.tally.counts),
     )
 

@@ -102,3 +102,57 @@ def test_older_flat_session_file(tmp_path: Path) -> None:
 def test_missing_copilot_home_is_one_unavailable_row(tmp_path: Path) -> None:
     (unit,) = load_all(tmp_path / "none")
     assert (unit.format, unit.skip_reason) == ("unavailable", "source_store_unavailable")
+
+
+def test_legacy_history_session_state_json_is_read(tmp_path: Path) -> None:
+    """Releases before the event log wrote ``~/.copilot/history-session-state/
+    session_<id>_<ms>.json``: one object ``{sessionId, startTime, chatMessages,
+    timeline}`` with OpenAI-shaped chat messages. The CLI is closed source; the
+    shape is the one that third-party parsers of these files read
+    (``chatMessages`` for the conversation, ``timeline`` for the UI's events)."""
+    body = {
+        "sessionId": "hhh",
+        "startTime": "2025-10-08T21:10:16.398Z",
+        "chatMessages": [
+            {"role": "system", "content": "You are the GitHub Copilot CLI."},
+            {"role": "user", "content": "please add the mcp servers to the config"},
+            {"role": "assistant", "content": "Adding both servers to `mcp-config.json`."},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "str_replace_editor", "arguments": '{"command":"view"}'}}],
+            },
+            {"role": "tool", "name": "str_replace_editor", "content": "TOOL OUTPUT"},
+            {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+            {"role": "narrator", "content": "?"},
+        ],
+        "timeline": [{"type": "user", "text": "please add…"}, {"type": "tool_call_completed"}],
+    }
+    legacy = tmp_path / "history-session-state" / "session_hhh_1759957816398.json"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(json.dumps(body))
+    (unit,) = load_all(tmp_path)  # no session-state/ at all: the legacy folder alone is a store
+    assert (unit.error, unit.format, unit.session_identity) == ("", "json", "hhh")
+    assert unit.created_at == "2025-10-08T21:10:16.398Z"
+    assert [(r.role, r.text) for r in unit.records] == [
+        ("user", "please add the mcp servers to the config"),
+        ("assistant", "Adding both servers to `mcp-config.json`."),
+        ("user", "thanks"),
+    ]
+    assert unit.decisions == {
+        "metadata": 1,
+        "injected": 1,
+        "user_prose": 2,
+        "assistant_prose": 1,
+        "tool": 2,
+        "unknown": 1,
+        "duplicate": 2,
+    }
+
+
+def test_legacy_session_that_is_not_json_is_a_failed_row(tmp_path: Path) -> None:
+    bad = tmp_path / "history-session-state" / "session_x_1.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"sessionId": "x", "chatMessages": [')
+    (unit,) = load_all(tmp_path)
+    assert unit.error == "malformed_json: session file"
