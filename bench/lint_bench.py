@@ -1,18 +1,21 @@
 """`kb lint` on a large knowledge base: 10,000 raw files of about 8 KB and 2,000 notes.
 
-Usage: python bench/lint_bench.py [--raws N] [--notes N] [--runs N] [--keep DIR] [--write-results]
+Usage: python bench/lint_bench.py [--raws N] [--notes N] [--runs N] [--kb SPEC]... [--keep DIR]
 
-Generates the KB in a temporary git repository (committed), then times, best of
-``--runs`` (wall clock, `kb` started as a subprocess so interpreter start counts):
+Generates the KB in a temporary git repository (committed), then times, with `kb` started
+as a subprocess so interpreter start counts (``--runs`` rounds after a warm-up round; min and
+median of wall and of CPU time, user + sys of the child):
 
-- full `kb lint` (work tree vs HEAD, every check);
-- `kb lint --staged` with three staged changes: a new raw file and its manifest line,
-  and an edited note;
-- `sha256sum` over the raw files, for comparison with the hashing floor;
+- full `kb lint` (work tree vs HEAD, every check), and in the same rounds `sha256sum` over
+  the raw files, the hashing floor it is compared with;
+- `kb lint --staged` with three staged changes (a new raw file, its manifest line, its index
+  row), then with five (+ a note citing it, a log entry);
 - per-frontmatter parse cost: ruamel.yaml YAML(typ="safe") pure-Python and C-backed,
-  and the lean C-parser path kb uses.
+  and the path kb takes.
 
-With --write-results the figures are appended to bench/RESULTS.md under "## kb lint".
+``--kb '[VAR=value ...] PYTHON'`` picks the interpreter running ``-m kbtools`` (default: this
+one); repeat it to compare two trees side by side (e.g. another worktree's venv): the
+interpreters take turns in every round, so a busy machine slows them alike.
 """
 
 from __future__ import annotations
@@ -21,17 +24,20 @@ import argparse
 import hashlib
 import os
 import random
+import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import RUN_ENV, bench_git, kb_command, timed_run  # noqa: E402
+from benchenv import RUN_ENV, bench_git, run_child  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOCALE = "zh-cn"
@@ -125,16 +131,57 @@ def stage_note_and_log(root: Path) -> None:
     bench_git(root, "add", "-A")
 
 
-def best_of(runs: int, argv: list[str], cwd: Path, env: Mapping[str, str] = RUN_ENV) -> float:
-    """Least wall time of ``runs`` runs after one warm-up run; each timed run must exit 0."""
-    best = float("inf")
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)  # warm-up
-    for _ in range(runs):
-        elapsed, proc = timed_run(argv, cwd, env)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
-        best = min(best, elapsed)
-    return best
+@dataclass(frozen=True)
+class Interpreter:
+    """``[VAR=value ...] PYTHON``: the python that runs ``-m kbtools``, with extra environment
+    (e.g. ``PYTHONPATH=/tmp/old-tree /tmp/old-venv/bin/python`` for an older kbtools)."""
+
+    label: str
+    python: str
+    env: dict[str, str]
+
+    @classmethod
+    def parse(cls, spec: str) -> Interpreter:
+        *assignments, python = shlex.split(spec)
+        extra = dict(a.split("=", 1) for a in assignments)
+        return cls(spec, python, {**RUN_ENV, **extra})
+
+    def kb(self, *args: str) -> list[str]:
+        return [self.python, "-m", "kbtools", *args]
+
+
+@dataclass
+class Timings:
+    """Wall and CPU seconds (user + sys of the child) of the timed runs of one command."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    def shown(self, unit: str = "s") -> str:
+        scale, fmt = (1000, ".0f") if unit == "ms" else (1, ".3f")
+        wall = f"{min(self.wall) * scale:{fmt}} / {statistics.median(self.wall) * scale:{fmt}} {unit}"
+        return f"{wall} (CPU {min(self.cpu) * scale:{fmt}} / {statistics.median(self.cpu) * scale:{fmt}})"
+
+
+def interleaved(
+    runs: int, commands: Sequence[tuple[list[str], Mapping[str, str]]], cwd: Path, ok: tuple[int, ...] = (0,)
+) -> list[Timings]:
+    """Each command once per round, ``runs`` rounds after a warm-up round, so that a busy
+    machine slows them alike; every timed run must exit with a code in ``ok``."""
+    timings = [Timings() for _ in commands]
+    for round_no in range(runs + 1):
+        for (argv, env), timing in zip(commands, timings):
+            child = run_child(argv, cwd, stdout=subprocess.DEVNULL, env=env)
+            if child.exit not in ok:
+                raise SystemExit(f"{' '.join(argv)} exited {child.exit}")
+            if round_no:
+                timing.wall.append(child.seconds)
+                timing.cpu.append(child.cpu_seconds)
+    return timings
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def yaml_costs(n: int = 3000) -> dict[str, float]:
@@ -152,7 +199,7 @@ def yaml_costs(n: int = 3000) -> dict[str, float]:
     for name, load in (
         ("YAML(typ='safe', pure=True)", YAML(typ="safe", pure=True).load),
         ("YAML(typ='safe') C-backed", YAML(typ="safe").load),
-        ("kb lean C parser", load_yaml_mapping),
+        ("kb (simple lines by hand, else the lean C parser)", load_yaml_mapping),
     ):
         start = time.perf_counter()
         for _ in range(n):
@@ -161,50 +208,52 @@ def yaml_costs(n: int = 3000) -> dict[str, float]:
     return costs
 
 
+SHA256SUM = ["sh", "-c", "find src/content/raw -name '*.md' -print0 | xargs -0 sha256sum >/dev/null"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raws", type=int, default=10_000)
     ap.add_argument("--notes", type=int, default=2_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--kb",
+        action="append",
+        metavar="'[VAR=value ...] PYTHON'",
+        help="interpreter running -m kbtools; repeat to compare, the runs take turns (default: this python)",
+    )
     ap.add_argument("--keep", type=Path, help="generate into this folder and keep it")
-    ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
-    kb_cmd = kb_command()
+    kbs = [Interpreter.parse(spec) for spec in (args.kb or [sys.executable])]
     tmp = Path(tempfile.mkdtemp(prefix="kb-lint-bench-")) if args.keep is None else args.keep
     try:
         start = time.perf_counter()
         generate_kb(tmp, args.raws, args.notes)
         print(f"generated {args.raws} raw + {args.notes} notes in {time.perf_counter() - start:.1f} s ({tmp})")
-        raw_files = sorted(str(p) for p in (tmp / "src/content/raw" / LOCALE).iterdir())
-        full = best_of(args.runs, [*kb_cmd, "lint"], tmp)
-        sha = best_of(
-            args.runs, ["sh", "-c", "find src/content/raw -name '*.md' -print0 | xargs -0 sha256sum >/dev/null"], tmp
-        )
+        print(f"load average {load_average()} at the start")
+        *full, sha = interleaved(args.runs, [*((kb.kb("lint"), kb.env) for kb in kbs), (SHA256SUM, RUN_ENV)], tmp)
         stage_three_changes(tmp)
-        staged = best_of(args.runs, [*kb_cmd, "lint", "--staged"], tmp)
-        staged_raw = best_of(args.runs, [*kb_cmd, "lint", "--staged", "--only", "raw"], tmp)
+        staged = interleaved(args.runs, [(kb.kb("lint", "--staged"), kb.env) for kb in kbs], tmp)
         stage_note_and_log(tmp)
-        staged5 = best_of(args.runs, [*kb_cmd, "lint", "--staged"], tmp)
-        costs = yaml_costs()
+        staged5 = interleaved(args.runs, [(kb.kb("lint", "--staged"), kb.env) for kb in kbs], tmp)
+        rows = [
+            (f"full `kb lint`, {args.raws} raw + {args.notes} notes", [t.shown() for t in full]),
+            ("full lint / `sha256sum` (min / min)", [f"{min(t.wall) / min(sha.wall):.2f}x" for t in full]),
+            ("`kb lint --staged`, 3 staged files", [t.shown("ms") for t in staged]),
+            ("`kb lint --staged`, 5 staged files", [t.shown("ms") for t in staged5]),
+        ]
         lines = [
-            f"- full `kb lint`, {len(raw_files)} raw + {args.notes} notes: **{full:.3f} s** (budget 1.4 s; reference 4.3 s)",
-            f"- `kb lint --staged`, 3 staged files (new raw file, manifest line, index row): **{staged * 1000:.0f} ms**"
-            f" wall incl. interpreter start (budget 300 ms); `--only raw`: {staged_raw * 1000:.0f} ms; "
-            f"5 staged files (+ a note citing it, a log entry): {staged5 * 1000:.0f} ms",
-            f"- `sha256sum` over the raw files (find | xargs): {sha:.3f} s (full lint = {full / sha:.1f}x that; "
-            f"the reference: 4.3 s / 0.27 s = 16x)",
-        ] + [f"- frontmatter parse, {name}: {ms:.3f} ms/document" for name, ms in costs.items()]
+            f"best and median of {args.runs} runs after a warm-up, taking turns; wall (CPU = user + sys of the child)",
+            "",
+            "| measure | " + " | ".join(f"`{kb.label}`" for kb in kbs) + " |",
+            "| --- |" + " --- |" * len(kbs),
+            *(f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows),
+            "",
+            f"`sha256sum` over the raw files (find | xargs), in the same rounds: {sha.shown()}",
+            f"load average {load_average()} at the end ({os.cpu_count()} CPUs)",
+        ]
         print("\n".join(lines))
-        if args.write_results:
-            cmd = f"python bench/lint_bench.py --raws {args.raws} --notes {args.notes} --runs {args.runs}"
-            with (HERE / "RESULTS.md").open("a", encoding="utf-8") as fh:
-                load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-                fh.write(
-                    f"\n## kb lint\n\nCommand: `{cmd}` (best of {args.runs}, wall clock, `kb` as a subprocess; "
-                    f"{os.cpu_count()} CPUs; load average {load} at the end: other jobs shared the machine, "
-                    "so compare with the sha256sum line measured alongside).\n\n"
-                )
-                fh.write("\n".join(lines) + "\n")
+        print("\n".join(f"frontmatter parse, {name}: {ms:.3f} ms/document" for name, ms in yaml_costs().items()))
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

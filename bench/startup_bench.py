@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import RUN_ENV, bench_git, timed_run  # noqa: E402
-from lint_bench import LOCALE, generate_kb  # noqa: E402
+from benchenv import bench_git, timed_run  # noqa: E402
+from lint_bench import LOCALE, Interpreter, generate_kb  # noqa: E402
 
 HOOK_COMMANDS = (
     ("--version",),
@@ -99,22 +97,6 @@ def import_costs(kb: Interpreter, argv: tuple[str, ...], cwd: Path) -> tuple[flo
             if name == top or name.startswith(top + "."):
                 heavy[top] = max(heavy.get(top, 0.0), cumulative)
     return total, heavy
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """``[VAR=value ...] PYTHON``: the python that runs ``-m kbtools``, with extra environment
-    (e.g. ``PYTHONPATH=/tmp/old-tree /tmp/old-venv/bin/python`` for an older kbtools)."""
-
-    label: str
-    python: str
-    env: dict[str, str]
-
-    @classmethod
-    def parse(cls, spec: str) -> Interpreter:
-        *assignments, python = shlex.split(spec)
-        extra = dict(a.split("=", 1) for a in assignments)
-        return cls(spec, python, {**RUN_ENV, **extra})
 
 
 def interleaved_best(runs: int, kbs: list[Interpreter], argv: tuple[str, ...], cwd: Path) -> list[float]:

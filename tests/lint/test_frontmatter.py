@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kbtools.kb import frontmatter
 from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from tests.testing.cli import run_kb, run_kb_process
 from tests.testing.kbfactory import make_kb
@@ -126,3 +129,56 @@ def test_drafts_are_not_linted(tmp_path):
 def test_undecodable_bytes_after_the_frontmatter_are_tolerated():
     doc = parse_frontmatter(b"---\ntitle: x\n---\nbody \xff\x00 old capture\n")
     assert doc.fields == {"title": "x"} and "old capture" in doc.body
+
+
+# -- the simple-block fast path gives what the C parser gives ---------------------------------
+
+_TRICKY = " :#,[]{}'\"\\&*!|>%@`-?~.+/_\t\r\u2028\u0085\u00a0\ufeff\u3000é见"
+# Words and the characters YAML treats specially, so that many blocks are of the simple shape
+# and the rest fall near it.
+_PIECES = ["a", "x1", "9", "见", "é", "2026-08-07", "a/b.c", "true", "null", "~", " ", ": ", " #", "  "]
+_SCALAR = st.lists(st.sampled_from(_PIECES * 2 + list(_TRICKY)), max_size=5).map("".join)
+_KEYS = st.one_of(
+    st.sampled_from(["title", "sources", "a-b", "_x", "k9", "A_B"]),
+    st.sampled_from(["true", "null", "No", "k" * 128, "k" * 1100]),
+    _SCALAR,
+)
+
+
+def _quoted(q: str) -> st.SearchStrategy[str]:
+    return _SCALAR.map(lambda s: q + s + q)
+
+
+_ITEM = st.one_of(_SCALAR, _quoted('"'), _quoted("'"))
+_FLOW = st.tuples(st.lists(_ITEM, max_size=3), st.sampled_from([", ", ",", " , "])).map(
+    lambda t: "[" + t[1].join(t[0]) + "]"
+)
+_VALUE = st.one_of(
+    _SCALAR, _quoted('"'), _quoted("'"), _FLOW, st.sampled_from(["", "[ ]", "[a, ]", "[a] b", "|", "- a"])
+)
+_KEY_VALUE = st.tuples(_KEYS, st.sampled_from([": ", ":", ":  ", " : "]), _VALUE).map("".join)
+_ODD_LINE = st.sampled_from(["", "  - a", "- b", "# comment", "  k: v", "...", "%YAML 1.2", "\r"])
+_USUAL_LINE = st.sampled_from(['title: "Note 1"', "kind: concept", "sources: [a, b]", "empty:"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_USUAL_LINE, max_size=2), st.one_of(_KEY_VALUE, _ODD_LINE), st.sampled_from(["\n", "\r\n"]))
+def test_simple_blocks_parse_as_the_c_parser_parses_them(usual, line, newline):
+    """One generated line among usual ones: wherever the fast path answers, it answers what
+    the C parser does (a block it would reject or read otherwise is left to the C parser)."""
+    block = newline.join([*usual, line]) + newline
+    if frontmatter._needs_full_constructor(block) or not block.strip():
+        return
+    simple = frontmatter._simple_load(block)
+    if simple is None:
+        return  # not the simple shape: the C parser decides
+    assert frontmatter._lean_load(block) == simple
+
+
+def test_the_simple_shape_covers_the_usual_frontmatter():
+    block = (
+        'title: "Raw source 1"\ncapturedAt: 2026-08-07 00:00:00+00:00\nsourceType: gist\n'
+        "sourceUrl: https://example.com/x?a=b#c\nimmutable: true\nsources: [\"raw-1\", 'raw-2', raw-3]\n"
+        "related: []\nnote: 笔记 [draft], a:b\nempty:\n"
+    )
+    assert frontmatter._simple_load(block) == frontmatter._lean_load(block) != {}
