@@ -539,17 +539,24 @@ class JsonlScan:
             counts[BINARY] = counts.get(BINARY, 0) + self.binary_lines
         return counts
 
-    def parse(self, line_no: int, line: bytes) -> Any:
+    def parse(self, line_no: int, line: bytes, shape: Callable[[bytes], Any] | None = None) -> Any:
         """Decode one line as UTF-8 JSON; note why not and return None on failure.
 
+        ``shape`` (see :mod:`kbtools.ingest.sources._shapes`) decodes only the fields a
+        reader uses, as plain dicts and lists; a line it does not fit is decoded whole.
         A failure on the last, unterminated line is a live writer's half-written
         line (``truncated_last_line``), not a malformed file.
         """
         try:
-            text = line.decode("utf-8")
+            text = line.decode("utf-8")  # first: a shape skips the fields it drops unchecked
         except UnicodeDecodeError:
             self.issues.note("binary_content" if b"\x00" in line else "invalid_utf8", line_no)
             return None
+        if shape is not None:
+            try:
+                return shape(line)
+            except (ValueError, RecursionError):  # not of the shape, or not JSON: decoded whole below
+                pass
         try:
             return json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting

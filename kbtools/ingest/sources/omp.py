@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     tally = Tally()
     subagent = _is_subagent_file(path)
     message_index = 0
+    shape = _shape()
     for line_no, line, whole in scan.lines(_wanted):
         head = line[:_HEAD]
         if not whole or _skippable(head):
@@ -210,7 +211,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             if entry_id is not None:
                 tree.add(_id_hash(entry_id), _id_hash(parent_id), None)
             continue
-        obj = scan.parse(line_no, line)
+        obj = scan.parse(line_no, line, shape)
         if not isinstance(obj, dict):
             continue
         kind = obj.get("type")
@@ -251,6 +252,16 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         truncated=collecting.truncated or final_budget.truncated,
         tally=tally,
     )
+
+
+def _shape() -> Callable[[bytes], Any] | None:
+    """The OMP line shape (msgspec, imported here: not for discovery); without the
+    package every line is decoded whole — same records, slower."""
+    try:
+        from kbtools.ingest.sources._shapes import omp_line
+    except ImportError:  # pragma: no cover - msgspec is a dependency; this keeps a bare install working
+        return None
+    return omp_line()
 
 
 def _is_subagent_file(path: Path) -> bool:
