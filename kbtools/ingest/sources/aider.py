@@ -31,13 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources._jsonl import JsonlScan
 from kbtools.ingest.sources.common import (
     ASSISTANT,
     INJECTED,
     METADATA,
     TOOL_IO,
     USER,
-    JsonlScan,
     Location,
     ProseBudget,
     Reader,

@@ -44,14 +44,14 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
-from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources._claude_tree import ROOT, UNKNOWN_PARENT, Tree, id_hash
+from kbtools.ingest.sources._jsonl import JsonlScan
 from kbtools.ingest.sources.common import (
     ABANDONED,
     AGENT,
@@ -64,7 +64,6 @@ from kbtools.ingest.sources.common import (
     TOOL_IO,
     UNKNOWN,
     USER,
-    JsonlScan,
     ProseBudget,
     Tally,
     file_ref,
@@ -124,11 +123,9 @@ _METADATA_TYPES = frozenset(
     }
 )
 _NOT_PROSE_TYPES = frozenset({b"progress", b"file-history-snapshot", b"system", b"summary"})
-# uuid hashes of the tree walk (see _Tree).
-_ROOT = 0
-_UNKNOWN_PARENT = 1
 
 
+# uuid hashes of the tree walk (see Tree).
 def discover(settings: SourceSettings) -> Iterator[SourceRef]:
     root = settings.claude_dir
     projects = root / "projects" if root is not None else None
@@ -147,84 +144,6 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
 
 def is_subagent_file(path: Path) -> bool:
     return path.name.startswith("agent-") or path.parent.name == "subagents"
-
-
-def _id_hash(value: str | bytes) -> int:
-    """A uuid as a 64-bit number (never 0 or 1, the markers): a million-line
-    transcript's tree costs arrays of numbers, not a million strings."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    return (hash(value) & 0x3FFF_FFFF_FFFF_FFFF) | 0x4000_0000_0000_0000
-
-
-class _Tree:
-    """The ``uuid``/``parentUuid`` links of every line, as parallel arrays in
-    file order (a parent precedes its children in an append-only file): a
-    million-line transcript costs a few arrays of numbers, not a dict of
-    strings."""
-
-    __slots__ = ("ids", "parents", "lines", "main", "leaf")
-
-    def __init__(self) -> None:
-        self.ids = array("q")
-        self.parents = array("q")
-        self.lines = array("l")
-        self.main = bytearray()
-        self.leaf: int | None = None  # position of the last main-chain entry
-
-    def add(self, line_no: int, ids: list[int], parent: int, *, main: bool) -> None:
-        for uid in ids:
-            self.ids.append(uid)
-            self.parents.append(parent)
-            self.lines.append(line_no)
-            self.main.append(main)
-        if ids and main:
-            self.leaf = len(self.ids) - len(ids)
-
-    def abandoned_lines(self) -> set[int]:
-        """Lines of the main chain's tree off the path from its last entry to
-        the root: the branches a rewind left. Nothing when that path cannot
-        be followed to a root; other trees of the file (a root of its own) are
-        never touched."""
-        if self.leaf is None:
-            return set()
-        ids, parents, n = self.ids, self.parents, len(self.ids)
-        order = sorted(range(n), key=ids.__getitem__)
-        sorted_ids = array("q", (ids[i] for i in order))
-        where = array("l", order)
-        del order
-
-        def find(uid: int) -> int:
-            k = bisect_left(sorted_ids, uid)
-            return where[k] if k < n and sorted_ids[k] == uid else -1
-
-        tree = array("q", bytes(8 * n))
-        for pos in range(n):
-            parent = parents[pos]
-            if parent == _ROOT:
-                tree[pos] = ids[pos]
-            elif parent == _UNKNOWN_PARENT:
-                tree[pos] = _UNKNOWN_PARENT
-            else:
-                j = find(parent)
-                tree[pos] = tree[j] if 0 <= j < pos else _UNKNOWN_PARENT
-        active = tree[self.leaf]
-        if active == _UNKNOWN_PARENT:
-            return set()
-        on_path = bytearray(n)
-        pos = self.leaf
-        while 0 <= pos and not on_path[pos]:
-            on_path[pos] = 1
-            parent = parents[pos]
-            if parent in (_ROOT, _UNKNOWN_PARENT):
-                break
-            pos = find(parent)
-        kept = {self.lines[p] for p in range(n) if on_path[p]}
-        return {
-            self.lines[p]
-            for p in range(n)
-            if self.main[p] and tree[p] == active and not on_path[p] and self.lines[p] not in kept
-        }
 
 
 class _Message:
@@ -252,7 +171,7 @@ class _Transcript:
         self.messages: list[_Message] = []
         self.by_api_id: dict[str, _Message] = {}
         self.tally = Tally()
-        self.tree = _Tree()
+        self.tree = Tree()
 
     def note_identity(self, obj: dict[str, Any]) -> None:
         if self.session_id is None and isinstance(obj.get("sessionId"), str):
@@ -279,32 +198,32 @@ class _Transcript:
         parent = obj.get("parentUuid")
         logical = obj.get("logicalParentUuid")
         if isinstance(parent, str):
-            parent_hash = _id_hash(parent)
+            parent_hash = id_hash(parent)
         elif isinstance(logical, str):
-            parent_hash = _id_hash(logical)
+            parent_hash = id_hash(logical)
         elif "parentUuid" in obj and parent is None:
-            parent_hash = _ROOT
+            parent_hash = ROOT
         else:
-            parent_hash = _UNKNOWN_PARENT
-        self.tree.add(line_no, [_id_hash(uid)], parent_hash, main=obj.get("isSidechain") is not True)
+            parent_hash = UNKNOWN_PARENT
+        self.tree.add(line_no, [id_hash(uid)], parent_hash, main=obj.get("isSidechain") is not True)
 
     def link_unparsed(self, line_no: int, data: bytes) -> None:
         """Links of a line not parsed, from its bytes: the parent is the first
         key of a real line; every ``uuid`` in it is taken (a nested one adds a
         harmless entry), since the line's own may stand after its content."""
-        ids = [_id_hash(m.group(1)) for m in _UUID.finditer(data)]
+        ids = [id_hash(m.group(1)) for m in _UUID.finditer(data)]
         if not ids:
             return
         parent = _PARENT.search(data[:_HEAD])
         logical = _LOGICAL_PARENT.search(data[:_HEAD])
         if parent is not None and parent.group(1) != b"null":
-            parent_hash = _id_hash(parent.group(1)[1:-1])
+            parent_hash = id_hash(parent.group(1)[1:-1])
         elif logical is not None:
-            parent_hash = _id_hash(logical.group(1))
+            parent_hash = id_hash(logical.group(1))
         elif parent is not None:
-            parent_hash = _ROOT
+            parent_hash = ROOT
         else:
-            parent_hash = _UNKNOWN_PARENT
+            parent_hash = UNKNOWN_PARENT
         self.tree.add(line_no, ids, parent_hash, main=_SIDECHAIN.search(data[:_HEAD]) is None)
 
     def add_message(

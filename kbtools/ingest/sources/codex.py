@@ -42,6 +42,7 @@ from typing import Any
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources._jsonl import ZSTD_SUFFIX, JsonlScan
 from kbtools.ingest.sources.common import (
     ABANDONED,
     AGENT,
@@ -54,8 +55,6 @@ from kbtools.ingest.sources.common import (
     TOOL_IO,
     UNKNOWN,
     USER,
-    ZSTD_SUFFIX,
-    JsonlScan,
     ProseBudget,
     Tally,
     content_texts,

@@ -32,6 +32,7 @@ from typing import Any
 
 from kbtools.ingest.hashing import iso_time
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources._jsonl import JsonlScan
 from kbtools.ingest.sources.common import (
     ABANDONED,
     AGENT,
@@ -44,7 +45,6 @@ from kbtools.ingest.sources.common import (
     TOOL_IO,
     UNKNOWN,
     USER,
-    JsonlScan,
     Location,
     ProseBudget,
     Reader,

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.ingest.model import Record, SourceRef, SourceSettings, SourceUnit
+from kbtools.ingest.sources._jsonl import JsonlScan
 from kbtools.ingest.sources.common import (
     METADATA,
     USER,
-    JsonlScan,
     ProseBudget,
     Tally,
     file_ref,

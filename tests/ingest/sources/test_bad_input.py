@@ -13,7 +13,10 @@ import pytest
 from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.model import SourceRef, SourceSettings
 from kbtools.ingest.sources import claude, codex, omp
-from kbtools.ingest.sources.common import CHANGED_DURING_READ, JsonlScan
+from kbtools.ingest.sources._jsonl import JsonlScan
+from kbtools.ingest.sources.common import (
+    CHANGED_DURING_READ,
+)
 from tests.testing.sessions import ClaudeSession, CodexSession, OmpSession, assistant, user
 
 SECRETISH = "needle-" + "q7" * 6

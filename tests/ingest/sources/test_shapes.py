@@ -9,7 +9,7 @@ import pytest
 
 from kbtools.ingest.model import SourceSettings
 from kbtools.ingest.sources import omp
-from kbtools.ingest.sources.common import JsonlScan
+from kbtools.ingest.sources._jsonl import JsonlScan
 
 shapes_module = pytest.importorskip("kbtools.ingest.sources._shapes")  # needs msgspec
 
