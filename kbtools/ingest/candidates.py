@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -192,13 +193,32 @@ def keywords(text: str, limit: int = KEYWORDS) -> list[str]:
 
 def top_words(tokens: list[str], limit: int = KEYWORDS) -> list[str]:
     """:func:`keywords` of already split tokens."""
-    # Counted distinct first (in C), then filtered: a Counter keeps first-seen
-    # order, so ties still go to the word seen first.
-    counts: Counter[str] = Counter()
-    for token, n in Counter(tokens).items():
-        if len(token) > 2 and token not in STOPWORDS:
-            counts[token.strip("_")] += n
-    return [w for w, _ in counts.most_common(limit + 8) if len(w) > 2 and not w.isdigit()][:limit]
+    # Counted distinct first (in C): a Counter keeps first-seen order, so ties
+    # still go to the word seen first.
+    distinct = Counter(tokens)
+    if _edge_underscore(distinct):
+        counts: Counter[str] = Counter()
+        for token, n in distinct.items():
+            if len(token) > 2 and token not in STOPWORDS:
+                counts[token.strip("_")] += n
+        top = [w for w, _ in counts.most_common(limit + 8)]
+    else:
+        # No token changes when stripped: the counts are the distinct ones, and
+        # filtering commutes with the stable sort, so the sort runs in C over all
+        # of them and Python looks only at the top until limit + 8 words pass.
+        top = []
+        for token, _ in sorted(distinct.items(), key=itemgetter(1), reverse=True):
+            if len(token) > 2 and token not in STOPWORDS:
+                top.append(token)
+                if len(top) == limit + 8:
+                    break
+    return [w for w in top if len(w) > 2 and not w.isdigit()][:limit]
+
+
+def _edge_underscore(distinct: Counter[str]) -> bool:
+    """Whether any of the tokens starts or ends with ``_`` (looked for in one joined string)."""
+    joined = " ".join(distinct)
+    return "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined)
 
 
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -351,7 +371,9 @@ def _turn_candidates(
         # The chunk's word set: the turn's when it is the whole turn; for ASCII
         # text (NFKC changes nothing) the keyword tokens are the same words.
         text_words = whole_words if text == whole else set(tokens) if text.isascii() else None
-        fields = knowledge_fields(user_goal(turn), chunk.pieces, text, text_words)
+        # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
+        piece_words = text_words if text_words is not None and text.isascii() else None
+        fields = knowledge_fields(user_goal(turn), chunk.pieces, text, text_words, piece_words)
         evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
         confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
         labels = unique((label for r in members for label in r.labels), 64)

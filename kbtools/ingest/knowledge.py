@@ -190,12 +190,16 @@ def _occurrences(low: str, term: str, *, whole: bool) -> Iterator[int]:
         pos = low.find(term, end)
 
 
-def _term_hits(low: str) -> list[tuple[int, int]]:
-    """``(offset, field number)`` of every field term in a lower-cased message."""
+def _term_hits(low: str, present: set[str] | None = None) -> list[tuple[int, int]]:
+    """``(offset, field number)`` of every field term in a lower-cased message;
+    ``present``: the term words among the words of a text holding it, if known (a
+    word not in this message then finds nothing)."""
     hits: list[tuple[int, int]] = []
-    for word in set(word_list(low)) & _WORD_SET:
-        for pos in _occurrences(low, word, whole=True):
-            hits.extend((pos, f) for f in _WORD_FIELDS[word])
+    for word in present if present is not None else set(word_list(low)) & _WORD_SET:
+        if word in low:
+            fields = _WORD_FIELDS[word]
+            for pos in _occurrences(low, word, whole=True):
+                hits.extend((pos, f) for f in fields)
     for phrase, field_no in _PHRASES:
         if phrase in low:
             hits.extend((pos, field_no) for pos in _occurrences(low, phrase, whole=True))
@@ -217,15 +221,19 @@ class _Sentences:
     then each lookup is a bisection (not seven scans per term hit)."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         self.size = len(text)
-        self.at: list[int] = []  # delimiter offsets, ascending
-        self.after: list[int] = []  # where the next sentence starts
-        self.ends: list[int] = []  # where the sentence before it ends (a newline is not in it)
-        for match in _SENTENCE_BREAK.finditer(text):
-            i = match.start()
-            self.at.append(i)
-            self.after.append(match.end())
-            self.ends.append(i if text[i] == "\n" else i + 1)
+        self.at = [m.start() for m in _SENTENCE_BREAK.finditer(text)]  # delimiter offsets, ascending
+
+    def _after(self, j: int) -> int:
+        """Where the sentence after delimiter ``j`` starts (". " is two characters, the others one)."""
+        i = self.at[j]
+        return i + 2 if self.text[i] in ".!?" else i + 1
+
+    def _end(self, k: int) -> int:
+        """Where the sentence before delimiter ``k`` ends (a newline is not in it)."""
+        i = self.at[k]
+        return i if self.text[i] == "\n" else i + 1
 
     def around(self, pos: int) -> tuple[int, int]:
         """(start, end) of the sentence holding ``pos``: after the last delimiter that
@@ -235,11 +243,11 @@ class _Sentences:
         # A delimiter starting just before pos may end after it (". " at pos - 1);
         # the one before it ends in time, and no earlier one ends later.
         for j in (k - 1, k - 2):
-            if j >= 0 and self.after[j] <= pos:
-                start = self.after[j]
+            if j >= 0 and (after := self._after(j)) <= pos:
+                start = after
                 break
         k = bisect_left(self.at, pos)
-        return start, self.ends[k] if k < len(self.at) else self.size
+        return start, self._end(k) if k < len(self.at) else self.size
 
 
 SINGLE_FIELDS = ("root_cause", "final_solution")
@@ -296,8 +304,9 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk().search(text) is not None
 
 
-def _sentence_fields(pieces: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """Each sentence that uses a field's terms goes to the first such field with room."""
+def _sentence_fields(pieces: Iterable[tuple[str, str]], present: set[str] | None = None) -> dict[str, list[str]]:
+    """Each sentence that uses a field's terms goes to the first such field with room
+    (``present``: as for :func:`_term_hits`, over all the pieces)."""
     fields: dict[str, list[str]] = {name: [] for name, _, _ in SENTENCE_FIELDS}
     for role, text in pieces:
         low = text.lower()
@@ -307,7 +316,7 @@ def _sentence_fields(pieces: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
         end = -1
         start = 0
         bounds: _Sentences | None = None
-        for pos, field_no in _term_hits(low):
+        for pos, field_no in _term_hits(low, present):
             if SENTENCE_FIELDS[field_no][2] and role != "user":
                 continue
             if pos >= end:
@@ -360,12 +369,17 @@ def _versions(text: str) -> Iterator[str]:
 
 
 def knowledge_fields(
-    user: str, pieces: Sequence[tuple[str, str]], text: str, words: set[str] | None = None
+    user: str,
+    pieces: Sequence[tuple[str, str]],
+    text: str,
+    words: set[str] | None = None,
+    piece_words: set[str] | None = None,
 ) -> dict[str, object]:
     """The reference's knowledge fields for one candidate: ``user`` is the turn's prompt,
     ``pieces`` the (role, text) messages of its chunk, ``text`` the rendered chunk
-    (``words`` its :func:`words_of`, if known)."""
-    fields = _sentence_fields(pieces)
+    (``words`` its :func:`words_of`, if known; ``piece_words`` a set holding every
+    lower-case word of every piece, if known)."""
+    fields = _sentence_fields(pieces, piece_words & _WORD_SET if piece_words is not None else None)
     if words is None:
         words = words_of(text)
     last_assistant = next((t for role, t in reversed(pieces) if role == "assistant"), "")

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kbtools.ingest.candidates import (
+    STOPWORDS,
     KeptRecord,
     NoteIndex,
     SourceMeta,
@@ -11,6 +16,7 @@ from kbtools.ingest.candidates import (
     render,
     split_messages,
     split_turns,
+    top_words,
 )
 from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
 from kbtools.ingest.hashing import fingerprint
@@ -209,3 +215,22 @@ def test_a_candidate_with_chinese_text_is_marked_zh_and_others_und() -> None:
         (candidate,), _ = build([rec("user", PROMPT + extra), rec("assistant", ANSWER)])
         languages.append(candidate["language"])
     assert languages == ["und", "und", "zh"]
+
+
+def _top_words_by_definition(tokens: list[str], limit: int = 12) -> list[str]:
+    """Count each content word (longer than two, not a stop word, edge underscores
+    stripped), rank by count (ties: first seen), drop numbers, keep ``limit``."""
+    counts: Counter[str] = Counter()
+    for token in tokens:
+        if len(token) > 2 and token not in STOPWORDS:
+            counts[token.strip("_")] += 1
+    return [w for w, _ in counts.most_common(limit + 8) if len(w) > 2 and not w.isdigit()][:limit]
+
+
+_TOKEN = st.sampled_from(["the", "cache", "_cache", "cache_", "__init__", "init", "a_b", "___", "ab_", "1234", "_12_"])
+
+
+@given(st.lists(st.one_of(_TOKEN, st.from_regex(r"[a-z0-9_]{1,6}", fullmatch=True)), max_size=200))
+def test_top_words_ranks_as_defined(tokens: list[str]) -> None:
+    assert top_words(tokens) == _top_words_by_definition(tokens)
+    assert top_words(tokens, 3) == _top_words_by_definition(tokens, 3)
