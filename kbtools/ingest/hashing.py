@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -78,6 +79,12 @@ def iso_time(value: Any) -> str:
         return _from_number(float(value))
     if not isinstance(value, str):
         return ""
+    if len(value) == 24 and _CANONICAL.fullmatch(value):  # most are: only checked, not rebuilt
+        try:
+            datetime.fromisoformat(value)
+            return value
+        except ValueError:
+            pass  # not a date (month 13): as below
     text = value.strip()
     if not text:
         return ""
@@ -95,6 +102,10 @@ def iso_time(value: Any) -> str:
         return _format(parsed.astimezone(UTC))
     except (OverflowError, ValueError):
         return ""
+
+
+# The form iso_time gives, which a valid date in it keeps unchanged.
+_CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def _parse_string(text: str) -> datetime | None:

@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from datetime import datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbtools.ingest.hashing import fingerprint, hash_identifier, identity_key, iso_time, normalize_text, source_key
 
@@ -69,3 +72,15 @@ def test_iso_time_ignores_the_local_time_zone(monkeypatch: pytest.MonkeyPatch) -
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+@given(st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z", fullmatch=True))
+def test_iso_time_of_its_own_form_is_the_general_parse(text: str) -> None:
+    """The canonical form is only validated, not rebuilt; a space in front takes the general path."""
+    assert iso_time(text) == iso_time(f" {text}")
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_iso_time_keeps_a_valid_canonical_time(moment: datetime) -> None:
+    text = moment.isoformat(timespec="milliseconds") + "Z"  # the year is padded to four digits
+    assert iso_time(text) == text == iso_time(f" {text}")
