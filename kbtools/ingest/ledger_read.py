@@ -89,9 +89,6 @@ def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-_READ_AHEAD = 256 * 1024
-
-
 _COMPLETE = PriorSource._fields.index("complete")
 
 
@@ -120,9 +117,6 @@ class PriorState:
     # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
     _digests: dict[str, str] = field(default_factory=dict)
     _digest_context: str = ""
-    # The bytes last read ahead (file number, offset, bytes; see read_line): rows are read
-    # back mostly in file order, so one read serves many (a read a row cost more than the row).
-    _ahead: tuple[int, int, bytes] = (-1, 0, b"")
 
     @classmethod
     def load(cls, output_dir: Path) -> PriorState:
@@ -274,21 +268,13 @@ class PriorState:
 
     def read_line(self, location: tuple[int, int]) -> bytes:
         """The line at ``location`` (validated when indexed, same open file), by ``pread``:
-        worker processes read through the same open files, so no file offset is shared.
-        Rows are mostly read in file order: one read serves the lines that follow."""
+        worker processes read through the same open files, so no file offset is shared."""
         number, offset = location
-        ahead_number, start, data = self._ahead
-        if ahead_number == number and start <= offset < start + len(data):
-            end = data.find(b"\n", offset - start)
-            if end >= 0:
-                return data[offset - start : end + 1]
         fd = self._handles[number].fileno()
         pieces: list[bytes] = []
-        size = _READ_AHEAD
+        size = 8192
         while True:
             data = os.pread(fd, size, offset)
-            if not pieces:
-                self._ahead = (number, offset, data)
             end = data.find(b"\n")
             if end >= 0 or not data:
                 pieces.append(data[: end + 1] if end >= 0 else data)
