@@ -42,8 +42,6 @@ from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E4
 from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
 
-from kbtools.ingest.memo import MEMO_FILE  # noqa: E402
-
 SUMMARY_KEYS = (
     "discovered",
     "processed",
@@ -149,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _snapshot(src: str, dst: str) -> None:
     """A run replaces the files it writes, except the extraction memos, which it appends
     to: those are copied, the rest linked."""
-    if Path(src).name == MEMO_FILE:
+    if Path(src).name == "extraction-memo.bin":  # written by versions with extraction memos
         shutil.copy2(src, dst)
     else:
         os.link(src, dst)

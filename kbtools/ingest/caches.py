@@ -12,7 +12,6 @@ the test suite runs ingest both ways and compares them.
 - the dedup keys (:data:`KEY_CACHE_FILE`);
 - the stat cache: a source whose recorded version is unchanged is reused unread
   (see reuse.may_reuse);
-- the extraction memos (kbtools.ingest.memo);
 - the derived filter's artifact index kept next to the ledgers.
 
 Each is a pure cache: a damaged, missing or foreign file is a miss, and the run

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list, words_of
 from kbtools.ingest.dedup import marking
@@ -55,7 +55,6 @@ class KeptRecord(NamedTuple):
     created_at: str
     index: int  # type: ignore[assignment]  # the record's (not tuple.index)
     labels: tuple[str, ...] = ()
-    key: bytes = b""  # its raw message's digest, when extracted with a memo (see memo.SourceMemo.message_key)
 
 
 class SourceMeta(NamedTuple):
@@ -254,10 +253,6 @@ class NoteIndex(NamedTuple):
                 index.setdefault(word, set()).add(note.slug)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
 
-    def key(self) -> str:
-        """What the index holds, as a digest (part of an extraction memo's context)."""
-        return sha256_hex(repr(sorted(self.by_keyword.items())))
-
     def match(self, words: Iterable[str]) -> list[str]:
         scores: Counter[str] = Counter()
         for word in words:
@@ -283,7 +278,7 @@ def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) ->
 
 def source_fields(meta: SourceMeta, fp: str, turn_index: int, chunk_index: int) -> dict[str, object]:
     """The fields of a candidate that come from its source and place, not from its text
-    (and its duplicate marking, as built: none yet); a recalled candidate gets them anew."""
+    (and its duplicate marking, as built: none yet)."""
     decision, duplicate_of = marking("")
     return {
         "source_refs": [meta.source_key],
@@ -298,17 +293,6 @@ def source_fields(meta: SourceMeta, fp: str, turn_index: int, chunk_index: int) 
     }
 
 
-class TurnMemo(Protocol):
-    """What a turn's candidates were last time (see :mod:`kbtools.ingest.memo`)."""
-
-    def turn_key(self, turn: Sequence[KeptRecord]) -> bytes: ...
-
-    def recall(self, key: bytes, turn_index: int, budget: int) -> list[dict[str, object]] | None:
-        """The candidates of the turn ``key`` as a fresh build would make them, or None."""
-
-    def note(self, key: bytes, turn_index: int, candidates: Sequence[dict[str, object]]) -> None: ...
-
-
 def build_candidates(
     meta: SourceMeta,
     records: Sequence[KeptRecord],
@@ -318,27 +302,18 @@ def build_candidates(
     max_text: int,
     base_confidence: float = 0.3,
     require_signal: bool = True,
-    memo: TurnMemo | None = None,
 ) -> CandidateBatch:
-    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated).
-
-    A turn the ``memo`` knows (same kept messages as last time) is recalled, not built."""
+    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
     out: list[dict[str, object]] = []
     budget = max_text
     for turn_index, turn in enumerate(split_turns(records)):
-        key = memo.turn_key(turn) if memo is not None else b""
-        made = memo.recall(key, turn_index, budget) if memo is not None else None
-        if made is None:
-            made, truncated = _turn_candidates(
-                meta, turn, turn_index, notes, budget, max_candidate, base_confidence, require_signal
-            )
-            if truncated:
-                out.extend(made)
-                return CandidateBatch(tuple(out), True)
+        made, truncated = _turn_candidates(
+            meta, turn, turn_index, notes, budget, max_candidate, base_confidence, require_signal
+        )
         out.extend(made)
+        if truncated:
+            return CandidateBatch(tuple(out), True)
         budget -= sum(len(str(c["text"])) for c in made)
-        if memo is not None:
-            memo.note(key, turn_index, made)
     return CandidateBatch(tuple(out), False)
 
 

@@ -8,8 +8,7 @@ top-level function of picklable data, so ``--jobs N`` runs it in N worker proces
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from kbtools.ingest import hashing
@@ -21,7 +20,6 @@ from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger import Row
 from kbtools.ingest.ledger_read import PriorSource
 from kbtools.ingest.ledger_write import SourceRows
-from kbtools.ingest.memo import EMPTY, INTERNAL, KEPT, MemoStore, SourceMemo
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.reuse import cacheable_version, locator_key_of, may_reuse
 from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
@@ -67,15 +65,6 @@ class ProcessContext(NamedTuple):
     # The derived filter's artifact set and threshold (see derived_key), part of
     # every candidate-lines digest: a changed set means stored lines are re-checked.
     derived_key: str = ""
-    # What extracting a changed source again takes from its previous version (see
-    # kbtools.ingest.memo): the context memos are valid under, the stored memos and
-    # the prior candidate lines of a source_key (both read through the run's own open
-    # files: set only where the workers are forked, never pickled), and whether this
-    # run's memos are kept.
-    memo_context: str = ""
-    memo_store: MemoStore | None = None
-    prior_lines: Callable[[str], list[bytes]] | None = None
-    keep_memos: bool = False
 
 
 class UnitOutcome(NamedTuple):
@@ -125,28 +114,10 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
                 identity, key, created_at, updated_at, reuse=prior, locator_key=locator_key, stat_key=stat_key
             )
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
-    memo = source_memo(identity, meta, ctx)
-    rows = pack_rows(build_rows(unit, meta, error, ctx, memo))
+    rows = pack_rows(build_rows(unit, meta, error, ctx))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
-    if memo is not None and memo.messages and ctx.keep_memos:
-        rows.memo = memo.blob()
     return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key, stat_key=stat_key)
-
-
-def source_memo(identity: str, meta: SourceMeta, ctx: ProcessContext) -> SourceMemo | None:
-    """The memo to extract a source with: seeded with its previous version's, if any."""
-    store = ctx.memo_store
-    if not ctx.memo_context or store is None:
-        return None
-    for prior in ctx.prior.get(identity, ()):
-        blob = store.get(prior.source_key)
-        if blob:
-            read = ctx.prior_lines
-            lines = functools.partial(read, prior.source_key) if read is not None else None
-            return SourceMemo(ctx.memo_context, meta, blob, lines)
-    # Nothing to recall: a memo is made only to be kept (not on a dry run).
-    return SourceMemo(ctx.memo_context, meta) if ctx.keep_memos else None
 
 
 def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
@@ -186,10 +157,8 @@ def redact_error(redactor: Redactor, error: str) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
-def build_rows(
-    unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext, memo: SourceMemo | None = None
-) -> SourceRows:
-    kept, events, labelled, internal = _keep_records(unit, meta, ctx, memo)
+def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext) -> SourceRows:
+    kept, events, labelled, internal = _keep_records(unit, meta, ctx)
     truncated = unit.truncated
     candidates: list[Row] = []
     if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
@@ -202,7 +171,6 @@ def build_rows(
             max_text=ctx.max_text,
             base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
             require_signal=not hindsight,
-            memo=memo,
         )
         candidates = list(batch.candidates)
         truncated = truncated or batch.truncated
@@ -233,10 +201,9 @@ def build_rows(
 
 
 def _keep_records(
-    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext, memo: SourceMemo | None = None
+    unit: SourceUnit, meta: SourceMeta, ctx: ProcessContext
 ) -> tuple[list[KeptRecord], list[Row], bool, int]:
-    """Role gate → control-plane filter → derived filter → redaction, one message at a time
-    (or the message's outcome as the ``memo`` recalls it).
+    """Role gate → control-plane filter → derived filter → redaction, one message at a time.
 
     Also returns how many messages the control-plane filter dropped."""
     kept: list[KeptRecord] = []
@@ -249,34 +216,18 @@ def _keep_records(
         text = _utf8(record.text)
         if not text.strip():
             continue
-        key = memo.message_key(record.role, text) if memo is not None else b""
-        outcome = memo.recall_message(key) if memo is not None else None
-        if outcome is None:
-            if is_internal_text(text):
-                outcome = INTERNAL
-            elif ctx.derived is not None and (match := ctx.derived.match(text)) is not None:
-                events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
-                continue  # never memoised: its event is made each time
-            else:
-                red = ctx.redactor.redact(text)
-                outcome = (
-                    EMPTY
-                    if not red.text.strip()
-                    else (red.text, tuple(red.labels))
-                    if red.labels or red.text != text
-                    else KEPT
-                )
-        if memo is not None:
-            memo.note_message(key, outcome)
-        if isinstance(outcome, tuple):
-            red_text, labels = outcome
-        elif outcome == KEPT:
-            red_text, labels = text, ()
-        else:
-            internal += outcome == INTERNAL
-            continue  # dropped: internal, or nothing left once redacted
+        if is_internal_text(text):
+            internal += 1
+            continue
+        if ctx.derived is not None and (match := ctx.derived.match(text)) is not None:
+            events.append(_derived_event(meta, record.index, record.role, record.created_at, match, ctx))
+            continue
+        red = ctx.redactor.redact(text)
+        if not red.text.strip():
+            continue  # nothing left once redacted
+        labels = tuple(red.labels)
         labelled = labelled or bool(labels)
-        kept.append(KeptRecord(record.role, red_text, iso_time(record.created_at), record.index, labels, key))
+        kept.append(KeptRecord(record.role, red.text, iso_time(record.created_at), record.index, labels))
     return kept, events, labelled, internal
 
 

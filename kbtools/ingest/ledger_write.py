@@ -50,8 +50,6 @@ class SourceRows:
     # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
     manifest_line: bytes | None = None
     entry: tuple[Any, ...] | None = None
-    # The source's extraction memo, when it was extracted on this run (see kbtools.ingest.memo).
-    memo: bytes = b""
 
     def materialize(self) -> None:
         """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""

@@ -18,7 +18,6 @@ marked in ledger order.
 
 from __future__ import annotations
 
-import functools
 import json
 import marshal
 import secrets
@@ -31,7 +30,7 @@ from kbtools.config import Config
 from kbtools.errors import KbError
 from kbtools.ingest import caches, ledger
 from kbtools.ingest.candidates import NoteIndex
-from kbtools.ingest.control_plane import FILTER_VERSION, is_internal_text
+from kbtools.ingest.control_plane import is_internal_text
 from kbtools.ingest.dedup import Deduplicator, StoredKeys, marking
 from kbtools.ingest.extract import (
     NOT_SCANNED,
@@ -46,15 +45,13 @@ from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import LedgerSink, SourceRows, WriteSink
 from kbtools.ingest.lock import IngestLock
-from kbtools.ingest.memo import MemoStore, memo_context
 from kbtools.ingest.model import SourceRef, SourceSettings
 from kbtools.ingest.reemit import digest_context, dropped_on_carry, prior_rows, rows_digest
 from kbtools.ingest.reports import Counts, IngestSummary, iso_moment, summary_of, write_checkpoint, write_reports
 from kbtools.ingest.reuse import RACY_NS
 from kbtools.ingest.rows import dumps
 from kbtools.kb.layout import Layout
-from kbtools.redact import REDACTION_VERSION, Redactor
-from kbtools.redact.checks import local_account
+from kbtools.redact import Redactor
 
 if TYPE_CHECKING:
     from kbtools.ingest.workers import WorkerPool
@@ -110,12 +107,6 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
     settings.setdefault("threshold", derived.threshold)
     settings.setdefault("artifact_count", derived.artifact_count)
     return derived, settings, [redactor.redact(w).text for w in derived.warnings]
-
-
-def redaction_key(redactor: Redactor) -> str:
-    """What the redaction of a text depends on besides the text: the rules' version, the
-    settings and the account running kb (its name is redacted)."""
-    return sha256_hex(f"{REDACTION_VERSION}\0{redactor.config!r}\0{local_account()}")
 
 
 def derived_key(derived: Any) -> str:
@@ -255,13 +246,10 @@ def run_ingest(
             lock.release()
         raise
     prior = PriorState()
-    memos = MemoStore(out)
     sink: LedgerSink = LedgerSink()
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
-        rules = redaction_key(redactor)
-        memos = MemoStore.open(out, rules, purge=request.write)
         notes = NoteIndex.load(request.layout.note_root)
         dkey = derived_key(derived)
         ctx = ProcessContext(
@@ -276,10 +264,6 @@ def run_ingest(
             by_locator=prior.by_locator,
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=dkey,
-            memo_context=memo_context(FILTER_VERSION, rules, dkey, notes.key(), config.ingest.max_candidate),
-            memo_store=memos,
-            prior_lines=functools.partial(prior.lines_for, "candidates"),
-            keep_memos=request.write,
         )
         # The workers first: the ledger writer below starts a thread.
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
@@ -331,7 +315,6 @@ def run_ingest(
             sink.commit()
             if state.key_cache != prior.key_cache:
                 caches.write_key_cache(out, state.key_cache)
-            memos.commit(compact=counts.pruned > 0)
             write_reports(out, request.layout.checkpoint, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except OSError as exc:
@@ -345,7 +328,6 @@ def run_ingest(
         if pool is not None:
             pool.kill()  # a no-op once outcomes() closed it
         prior.close()
-        memos.close()
         if lock is not None:
             lock.release()
 
@@ -477,8 +459,6 @@ class _RunState:
         if rows.manifest["rows_digest"] != digest:
             rows.full_manifest()["rows_digest"] = digest
         self.key_cache[digest] = keys_blob
-        if self.ctx.memo_store is not None:
-            self.ctx.memo_store.keep(rows.manifest["source_key"], rows.memo)
         self.counts.add(rows, duplicates)
         self.sink.emit(rows, journal=journal)
         self.journalled += journal

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from kbtools.ingest.caches import KEY_CACHE_FILE, LEDGER_INDEX_FILE, NO_CACHE_ENV
-from kbtools.ingest.memo import MEMO_FILE
 from kbtools.ingest.rows import LEDGERS
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.sessions import age, assistant, user, write_claude_session, write_codex_session, write_omp_session
@@ -54,12 +53,11 @@ def test_caches_on_and_off_give_identical_ledgers(
 
     _sessions(env, turns=2)
     both()
-    _sessions(env, turns=4)  # grown: memos and trusted prior lines come into play
+    _sessions(env, turns=4)  # grown: trusted prior lines come into play
     both()
     both()  # unchanged: the stat cache, the ledger index, the byte-range copy
     assert (env.out / LEDGER_INDEX_FILE).exists() and (env.out / KEY_CACHE_FILE).exists()
-    assert (env.out / MEMO_FILE).exists()
-    for name in (LEDGER_INDEX_FILE, KEY_CACHE_FILE, MEMO_FILE):
+    for name in (LEDGER_INDEX_FILE, KEY_CACHE_FILE):
         assert not (uncached.out / name).exists(), name  # off means off: nothing kept for speed
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from kbtools.ingest.memo import MEMO_FILE
 from kbtools.ingest.rows import LEDGERS
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.cli import run_kb
@@ -193,12 +192,11 @@ def test_advisor_rows_stay_while_their_store_is_unavailable(env: IngestEnv, tmp_
     assert not env.rows("manifest", record_type="advisor")
 
 
-def test_a_world_writable_memo_file_is_made_private(env: IngestEnv) -> None:
+def test_a_world_writable_lock_is_made_private_and_an_earlier_versions_memo_removed(env: IngestEnv) -> None:
     write_omp_session(env.omp, tech_turn(), session_id="s1")
     env.run()
-    memo = env.out / MEMO_FILE
-    assert memo.exists()
-    os.chmod(memo, 0o666)
+    memo = env.out / "extraction-memo.bin"  # what versions with extraction memos kept
+    memo.write_bytes(b"x" * 100)
     lock = env.out / ".lock"
     os.chmod(lock, 0o666)
     age(
@@ -207,6 +205,6 @@ def test_a_world_writable_memo_file_is_made_private(env: IngestEnv) -> None:
         )
     )
     env.run()
-    assert stat.S_IMODE(memo.stat().st_mode) == 0o600
+    assert not memo.exists()
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in env.out.iterdir() if p.is_file())

@@ -43,7 +43,6 @@ def test_write_makes_private_dirs_and_files_and_hashes_identities(env: IngestEnv
     assert stat.S_IMODE(env.out.stat().st_mode) == 0o700
     assert stat.S_IMODE(env.out.parent.stat().st_mode) == 0o700  # .agent/ itself
     assert stat.S_IMODE(env.checkpoint.parent.stat().st_mode) == 0o700
-    assert (env.out / "extraction-memo.bin").exists()
     for path in [*env.out.iterdir(), env.checkpoint]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
     manifest = (env.out / "manifest.jsonl").read_text()
