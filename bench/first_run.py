@@ -1,7 +1,7 @@
 """First-run cost of `kb ingest --write` per corpus shape: CPU seconds (primary), wall, MB/s, peak RSS.
 
     python bench/first_run.py WORK [--mb 200] [--shapes default,prose-heavy] [--jobs default,1]
-                              [--repeat 3] [--seed 1]
+                              [--repeat 3] [--seed 1] [--tree LABEL=CHECKOUT ...]
 
 Generates each shape's corpus once under WORK/corpus/ (bench/gen_corpus.py's
 generator, seed 1 by default; kept for later runs), makes a scratch knowledge
@@ -20,6 +20,11 @@ too. MB = 10^6 bytes of the files of the agent stores read.
 
 Prints one JSON line per run, then one summary line per shape and `--jobs`
 value: min and median of CPU s, wall s, CPU s per MB, MB/s wall and peak RSS.
+
+`--tree base=/tmp/base` (repeatable) compares commits side by side: a checkout
+of another commit (`git worktree add /tmp/base REV`) runs each configuration
+too, in the same rounds, with its `kbtools` first on PYTHONPATH (bytecode
+compiled likewise); this tree's runs are labelled `this`.
 """
 
 from __future__ import annotations
@@ -152,7 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", default="default,1", help="comma list: 'default' (no flag) or a number")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (each runs every shape and --jobs once)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tree", action="append", default=[], help="LABEL=CHECKOUT of another commit to run too")
     args = parser.parse_args(argv)
+    trees: dict[str, Path | None] = {"this": None}
+    for spec in args.tree:
+        label, _, path = spec.partition("=")
+        if not label or not path or not (Path(path) / "kbtools" / "__init__.py").is_file() or label in trees:
+            parser.error(f"--tree {spec}: expected a new LABEL=CHECKOUT, the checkout holding kbtools/")
+        trees[label] = Path(path).resolve()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     if unknown := [s for s in shapes if s not in SHAPES]:
         parser.error(f"unknown shape(s) {','.join(unknown)}; choose from {','.join(SHAPES)}")
@@ -166,43 +178,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     env = isolated_env(run_dir / "home")
     compile_package()
+    envs = {label: env if path is None else {**env, "PYTHONPATH": str(path)} for label, path in trees.items()}
+    for path in filter(None, trees.values()):
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(path / "kbtools")], check=True, stdout=subprocess.DEVNULL
+        )
     subprocess.run([*kb_command(), "init", str(run_dir / "kb")], check=True, stdout=subprocess.DEVNULL, env=env)
     become_subreaper()
     print(json.dumps({"loadavg": os.getloadavg(), "cores": os.cpu_count()}), flush=True)
-    results: dict[tuple[str, str], list[dict[str, float]]] = {}
+    results: dict[tuple[str, str, str], list[dict[str, object]]] = {}
     failed = False
     for number in range(args.repeat):
         for shape, corpus in corpora.items():
             agents = agents_in(corpus)
             mb = sum(store_size(corpus, a)[0] for a in agents) / 1e6
             for job in jobs:
-                ledgers = run_dir / "ledgers"
-                shutil.rmtree(ledgers, ignore_errors=True)
-                cmd = [*kb_command(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers)]
-                cmd += ingest_flags(corpus, agents) + ([] if job == "default" else ["--jobs", job])
-                name = f"{shape}-jobs{job}-{number}"
-                run = run_tree(cmd, run_dir / "kb", env, logs / f"{name}.stdout", logs / f"{name}.stderr")
-                summary = last_json(logs / f"{name}.stdout") if run.exit == 0 else {}
-                row = {
-                    "shape": shape,
-                    "jobs": job,
-                    "round": number,
-                    "exit": run.exit,
-                    "mb": round(mb, 2),
-                    "cpu_s": round(run.cpu, 2),
-                    "wall_s": round(run.wall, 2),
-                    "cpu_s_per_mb": round(run.cpu / mb, 4),
-                    "mb_per_s": round(mb / run.wall, 1),
-                    "peak_rss_mb": round(run.peak_rss_mb, 1),
-                    "loadavg_1m": os.getloadavg()[0],
-                    **{k: summary.get(k) for k in SUMMARY_KEYS},
-                }
-                print(json.dumps(row), flush=True)
-                failed |= run.exit != 0
-                if run.exit == 0:
-                    results.setdefault((shape, job), []).append(row)
-    for (shape, job), rows in results.items():
-        line = {"shape": shape, "jobs": job, "runs": len(rows), "mb": rows[0]["mb"]}
+                for label, tree_env in envs.items():
+                    ledgers = run_dir / "ledgers"
+                    shutil.rmtree(ledgers, ignore_errors=True)
+                    cmd = [*kb_command(), "ingest", "--write", "--skip-hindsight", "--output-dir", str(ledgers)]
+                    cmd += ingest_flags(corpus, agents) + ([] if job == "default" else ["--jobs", job])
+                    name = f"{label}-{shape}-jobs{job}-{number}"
+                    run = run_tree(cmd, run_dir / "kb", tree_env, logs / f"{name}.stdout", logs / f"{name}.stderr")
+                    summary = last_json(logs / f"{name}.stdout") if run.exit == 0 else {}
+                    row = {
+                        "tree": label,
+                        "shape": shape,
+                        "jobs": job,
+                        "round": number,
+                        "exit": run.exit,
+                        "mb": round(mb, 2),
+                        "cpu_s": round(run.cpu, 2),
+                        "wall_s": round(run.wall, 2),
+                        "cpu_s_per_mb": round(run.cpu / mb, 4),
+                        "mb_per_s": round(mb / run.wall, 1),
+                        "peak_rss_mb": round(run.peak_rss_mb, 1),
+                        "loadavg_1m": os.getloadavg()[0],
+                        **{k: summary.get(k) for k in SUMMARY_KEYS},
+                    }
+                    print(json.dumps(row), flush=True)
+                    failed |= run.exit != 0
+                    if run.exit == 0:
+                        results.setdefault((label, shape, job), []).append(row)
+    for (label, shape, job), rows in results.items():
+        line = {"tree": label, "shape": shape, "jobs": job, "runs": len(rows), "mb": rows[0]["mb"]}
         for key in ("cpu_s", "wall_s", "cpu_s_per_mb", "mb_per_s", "peak_rss_mb"):
             line[key] = spread([float(r[key]) for r in rows], 4 if key == "cpu_s_per_mb" else 2)
         print(json.dumps(line), flush=True)
