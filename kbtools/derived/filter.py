@@ -61,6 +61,8 @@ class DerivedFilter:
         Full containment (overlap 1.0, including an exact match of a tiny
         artifact's body) always counts, so threshold 1.0 means "whole copies only".
         """
+        if not len(self.index):  # nothing to be derived from (a knowledge base without notes yet)
+            return None
         found = self.index.best(tokens(text), above=self.threshold)
         if found is None or not (found.overlap > self.threshold or found.overlap >= 1.0):
             return None
