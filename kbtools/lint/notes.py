@@ -70,19 +70,21 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
     indented code, code spans and HTML comments is not a link.
 
     Cost is kept to what can hold a link: a body without ``](`` or ``]:`` is not parsed at
-    all (markdown-it is imported on first use); a body with nothing that makes a block that
-    hides links (no fence, no indented line, no ``<``, no reference definition) is split into
-    paragraphs at blank lines without the block pass; and only paragraphs that contain
-    ``](`` (or a bracket, when definitions exist) are parsed inline."""
+    all; a body with nothing that makes a block that hides links (no fence, no indented line,
+    no ``<``, no reference definition) is split into paragraphs at blank lines without the
+    block pass; only paragraphs that contain ``](`` (or a bracket, when definitions exist)
+    are parsed inline, and one whose links are all of the plain ``[text](target)`` form is
+    read by :func:`plain_links` without markdown-it (imported on first use)."""
     if "](" not in body and "]:" not in body:
         return
-    md = _markdown()
     env: dict[str, Any] = {}
-    if not _HIDING_BLOCK.search(body):
+    if not _hiding_block(body):
         for line, text in _paragraphs(body, first_line):
             if "](" in text:
-                yield from _inline_links(md, env, text, line, set())
+                plain = plain_links(text, line)
+                yield from plain if plain is not None else _inline_links(_markdown(), env, text, line, set())
         return
+    md = _markdown()
     tokens = md.parse(body, env)
     references = bool(env.get("references"))
     used: set[str] = set()
@@ -98,9 +100,70 @@ def markdown_links(body: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
             yield first_line + (definition.get("map") or [0])[0], target
 
 
-# What can make a block in which a `[x](y)` is not a link (or a definition elsewhere): a code
-# fence, an indented line (code, or a list continuation), HTML (blocks, comments), `]:`.
-_HIDING_BLOCK = re.compile(r"```|~~~|<|\]:|^(?: {4}|\t)", re.MULTILINE)
+def _hiding_block(body: str) -> bool:
+    """Whether ``body`` has what can make a block in which a `[x](y)` is not a link (or a
+    definition elsewhere): a code fence, an indented line (code, or a list continuation),
+    HTML (blocks, comments), `]:`. Substring tests: a regex with a line anchor costs ~4x."""
+    return (
+        "```" in body
+        or "~~~" in body
+        or "<" in body
+        or "]:" in body
+        or "\n    " in body
+        or "\n\t" in body
+        or body.startswith(("    ", "\t"))
+    )
+
+
+# The next code span delimiter or bracket, and a link or image whose text holds no bracket or
+# backtick and whose target is bare (no space, parenthesis, `<`, backslash or backtick).
+_NEXT_MARK = re.compile(r"`+|\[")
+_PLAIN_LINK = re.compile(r"\[([^\[\]`]*)\]\(([^\x00-\x20\x7f()<\\`]*)\)")
+# Targets markdown-it refuses as links (its validateLink): left to it.
+_UNSAFE_TARGET = re.compile(r"\s*(?:vbscript|javascript|file|data):", re.IGNORECASE)
+
+
+def plain_links(text: str, line: int) -> list[tuple[int, str]] | None:
+    """``(line, target)`` of the links and images of a paragraph, as markdown-it's inline
+    parse finds them (:func:`_inline_links`), when every bracket outside code spans opens a
+    plain ``[text](target)`` or ``![alt](src)``; None when anything else could make or unmake
+    a link (a backslash, an entity, HTML, nested brackets, a title, a bracket that is not a
+    link), for markdown-it to read. Lines advance at each line break outside code spans,
+    link targets and image text, as the parser's break tokens do.
+
+    tests/lint/test_links_index.py compares the two on generated paragraphs."""
+    if "\\" in text or "&" in text or "<" in text:
+        return None
+    found: list[tuple[int, str]] = []
+    pos = 0
+    while (mark := _NEXT_MARK.search(text, pos)) is not None:
+        start = mark.start()
+        if mark.group()[0] == "`":
+            line += text.count("\n", pos, start)
+            close = _closing_backticks(text, mark.end(), len(mark.group()))
+            pos = mark.end() if close < 0 else close  # a run without its closing run is text
+            continue
+        link = _PLAIN_LINK.match(text, start)
+        if link is None or _UNSAFE_TARGET.match(link.group(2)):
+            return None
+        line += text.count("\n", pos, start)
+        found.append((line, link.group(2)))
+        if not (start and text[start - 1] == "!"):  # a link's text is inline content; an image's is not
+            line += link.group(1).count("\n")
+        pos = link.end()
+    return found
+
+
+def _closing_backticks(text: str, pos: int, length: int) -> int:
+    """End of the next run of exactly ``length`` backticks from ``pos``, or -1."""
+    while (run := _BACKTICKS.search(text, pos)) is not None:
+        if run.end() - run.start() == length:
+            return run.end()
+        pos = run.end()
+    return -1
+
+
+_BACKTICKS = re.compile(r"`+")
 
 
 def _paragraphs(body: str, first_line: int) -> Iterator[tuple[int, str]]:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtools.lint import notes
 from tests.testing.cli import run_kb
 from tests.testing.kbfactory import make_kb
 
@@ -163,3 +167,29 @@ def test_enum_values_come_from_the_config(tmp_path):
     kb.add_note("odd", kind="entity")
     kb.write_index()
     assert problems(kb) == ["wiki page invalid kind 'entity': zh-cn/odd.md"]
+
+
+# -- plain links are read as markdown-it reads them ---------------------------------------------
+
+_LINK_PIECES = [
+    *("[", "]", "(", ")", "![", "](", "`", "``", "\n", "  \n", " ", "!", "*", "_", "\\", "<", "&amp;", '"t"'),
+    *("a", "见", "./n.md", "/note/x", "#top", "javascript:x", "DATA:x", "\x7f", "\t", "\u3000"),
+    *(["[x](y)", "[a\nb](./n.md)", "![i\nj](p.png)", "[](/note/x)", "` `", "[j](javascript:x)", "[d]( DATA:x)"] * 4),
+    *("[e](a&amp;b)", '<a title="[h](y)">', "[f](a\x7fb)", "[g](a\\)b)"),
+]
+_PARAGRAPH = st.lists(st.sampled_from(_LINK_PIECES), max_size=14).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_PARAGRAPH, st.integers(min_value=1, max_value=50))
+def test_plain_links_are_what_markdown_it_finds(text, line):
+    """Wherever the hand reader answers, it answers what markdown-it's inline parse does
+    (targets and lines); otherwise it leaves the paragraph to markdown-it."""
+    plain = notes.plain_links(text, line)
+    if plain is not None:
+        assert plain == list(notes._inline_links(notes._markdown(), {}, text, line, set()))
+
+
+def test_plain_links_answer_for_the_usual_paragraph():
+    text = "See [a](/note/a) and\n[the\nother](./b.md), `raw-1` and ``[not](x)`` ![img](./i.png) [c]()."
+    assert notes.plain_links(text, 10) == [(10, "/note/a"), (11, "./b.md"), (12, "./i.png"), (12, "")]
