@@ -25,7 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Frontmatter", "FrontmatterError", "load_yaml_mapping", "parse_frontmatter", "split_frontmatter"]
+__all__ = [
+    "Frontmatter",
+    "FrontmatterError",
+    "frontmatter_fields",
+    "load_yaml_mapping",
+    "parse_frontmatter",
+    "split_frontmatter",
+]
 
 _FENCE = "---"
 # A frontmatter block larger than this is refused (real ones are a few hundred bytes).
@@ -139,6 +146,25 @@ def parse_frontmatter(data: bytes | str) -> Frontmatter:
     return Frontmatter(fields=load_yaml_mapping(block, first_line=2), present=True, body=body, body_line=body_line)
 
 
+def frontmatter_fields(data: bytes) -> Mapping[str, Any]:
+    """``parse_frontmatter(data).fields`` (same errors), decoding only the block when the file
+    opens with a ``---`` line and the block is clean UTF-8 closed by a bare ``---`` line: a
+    raw file's fields are read without decoding or copying its body."""
+    if data.startswith(b"---\n"):
+        close = data.find(b"\n---", 3)
+        after = close + 4
+        if close >= 0 and data[after : after + 1] in (b"\n", b""):
+            block = data[4 : close + 1]
+            if b"\x00" not in block:
+                try:
+                    text = block.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass  # the error names a byte of the whole file: the full path reports it
+                else:
+                    return load_yaml_mapping(text, first_line=2) if text else {}
+    return parse_frontmatter(data).fields
+
+
 def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
     """A YAML document that must be a mapping (or empty) → dict; FrontmatterError otherwise.
 
@@ -153,7 +179,7 @@ def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
         if _needs_full_constructor(block):
             data = _full_load(block)
         elif (simple := _simple_load(block)) is not None:
-            data = simple
+            return simple
         elif _lean_parser_class() is not None:
             data = _lean_load(block)
         else:
@@ -191,29 +217,32 @@ def _needs_full_constructor(block: str) -> bool:
 # with the lean loader's result (tests/lint/test_frontmatter.py compares the two on generated
 # blocks); anything else (comments, block lists, escapes, `: ` or ` #` in a plain value,
 # characters YAML treats specially) returns None and goes to the C parser.
-_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +(.*))?")  # YAML caps a simple key at 1024
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +(.*?))? *")  # YAML caps a simple key at 1024
 _QUOTED = re.compile(r'"([^"\\]*)"|\'([^\']*)\'')
 _FLOW_ITEM = re.compile(r' *(?:"([^"\\]*)"|\'([^\']*)\'|(\w[\w./+-]*(?: +[\w./+-]+)*)) *(?:,|(\]))')
 _PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 
 def _simple_load(block: str) -> dict[str, Any] | None:
+    if "\r" in block:
+        block = block.replace("\r\n", "\n")  # a lone CR is a line break to YAML: not printable below
+    if not block.replace("\n", "").isprintable():  # tabs, control characters, other line breaks, BOMs
+        return None
     result: dict[str, Any] = {}
     for line in block.split("\n"):
-        if line.endswith("\r"):
-            line = line[:-1]
-        line = line.rstrip(" ")
         if not line:
             continue
-        if not line.isprintable():  # tabs, control characters, other line breaks, BOMs
-            return None
+        if line[0] == " ":
+            if line.strip(" "):
+                return None  # indented: a block list or a continuation
+            continue
         match = _SIMPLE_LINE.fullmatch(line)
         if match is None:
             return None
-        key, value = match.group(1), match.group(2)
+        key, value = match.groups()
         if key in result or key in _PLAIN_CONSTANTS:
             return None  # the C parser reports the duplicate; `true:` is not a string key
-        if value is None:
+        if not value:
             result[key] = None
         elif value[0] == "[":
             items = _simple_flow_list(value)

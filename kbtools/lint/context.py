@@ -75,6 +75,10 @@ class FileSource:
 
     def hash_and_head(self, rel: str) -> tuple[str, bytes]:
         """sha256 of every byte and the first :data:`HEAD_BYTES`, reading in chunks."""
+        if self.index is None:  # the usual raw file, smaller than a chunk: one read, no generator
+            data = _read_small(os.path.join(str(self.root), rel))
+            if data is not None:
+                return hashlib.sha256(data).hexdigest(), data
         digest = hashlib.sha256()
         head = b""
         for piece in self.chunks(rel):
@@ -89,9 +93,28 @@ class FileSource:
             self._reader = None
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_small(path: str) -> bytes | None:
+    """The bytes of a regular file smaller than :data:`CHUNK` in one read; None for a larger
+    one (or one that grew since its size was read); OSError like :func:`_file_chunks`."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if info.st_size >= CHUNK:
+            return None
+        data = os.read(fd, info.st_size + 1)
+        return data if len(data) <= info.st_size else None
+    finally:
+        os.close(fd)
+
+
 def _file_chunks(path: str) -> Iterator[bytes]:
     """A regular file in pieces; OSError (at once, not on first iteration) for anything else."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, _OPEN_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

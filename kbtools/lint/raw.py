@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from kbtools.config import CONFIG_FILE
-from kbtools.kb.frontmatter import FrontmatterError, parse_frontmatter
+from kbtools.kb.frontmatter import FrontmatterError, frontmatter_fields
 from kbtools.kb.manifest import changed_entries, manifest_entries, removed_entries
 from kbtools.lint.context import LintContext
 from kbtools.lint.history import Step
@@ -116,7 +116,7 @@ def _hash_scope(ctx: LintContext, registered: dict[str, str], new: set[str] | No
 
 def _raw_fields(rel: str, path: str, data: bytes) -> Iterator[Problem]:
     try:
-        fields = parse_frontmatter(data).fields
+        fields = frontmatter_fields(data)
     except FrontmatterError as exc:
         yield Problem("raw-frontmatter", f"raw source invalid frontmatter: {rel} ({exc.reason})", path, 1)
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kbtools.kb import frontmatter
@@ -163,6 +163,11 @@ _USUAL_LINE = st.sampled_from(['title: "Note 1"', "kind: concept", "sources: [a,
 
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(_USUAL_LINE, max_size=2), st.one_of(_KEY_VALUE, _ODD_LINE), st.sampled_from(["\n", "\r\n"]))
+@example([], "k: a: b", "\n")
+@example([], "k: a #c", "\n")
+@example([], "k: a:", "\n")
+@example([], "k: a\rb", "\n")
+@example(["kind: concept"], "k: [a] b", "\r\n")
 def test_simple_blocks_parse_as_the_c_parser_parses_them(usual, line, newline):
     """One generated line among usual ones: wherever the fast path answers, it answers what
     the C parser does (a block it would reject or read otherwise is left to the C parser)."""
@@ -182,3 +187,22 @@ def test_the_simple_shape_covers_the_usual_frontmatter():
         "related: []\nnote: 笔记 [draft], a:b\nempty:\n"
     )
     assert frontmatter._simple_load(block) == frontmatter._lean_load(block) != {}
+
+
+_FILE_PIECES = [b"---\n", b"---", b"--- \n", b"----\n", b"\n", b"\r\n", b"a: 1\n", b"a: 1\n", b"b: [x]\n", b"body"]
+_FILE_PIECES += [b"\x00", b"\xe9", b"\xef\xbb\xbf", "见".encode(), b"k: v", b": bad\n", b"\n---\n"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_FILE_PIECES), max_size=8).map(b"".join))
+@example(b"---\na: \x00\n---\nbody")
+@example(b"---\na: caf\xe9\n---\nbody")
+@example(b"---\na: 1\n---\nbody \xe9\x00")
+def test_fields_read_from_the_block_alone_are_the_fields_of_the_whole_file(data):
+    def outcome(read):
+        try:
+            return dict(read(data))
+        except FrontmatterError as exc:
+            return exc.reason
+
+    assert outcome(frontmatter.frontmatter_fields) == outcome(lambda d: parse_frontmatter(d).fields)
