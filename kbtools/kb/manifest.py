@@ -120,12 +120,20 @@ def unsafe_path_reason(rel: str, raw_root: Path | None = None, symlinks: Collect
 
 def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> Manifest:
     """Manifest text → entries and issues (malformed, duplicate or unsafe lines)."""
+    # Without symlinks in the raw tree, a plain relative path (word characters, dots and
+    # dashes, no component starting with a dot) cannot be unsafe: one regex decides.
+    plain = raw_root is None or (symlinks is not None and not symlinks)
+    if plain and (lines := _plain_lines(text)) is not None and len({r for _, _, r in lines}) == len(lines):
+        return Manifest(tuple(ManifestEntry(i, line, sha, rel) for i, (line, sha, rel) in enumerate(lines, 1)), ())
+    return _parse_lines(text, raw_root, symlinks, plain)
+
+
+def _parse_lines(text: str, raw_root: Path | None, symlinks: Collection[str] | None, plain_paths: bool) -> Manifest:
+    """:func:`parse_manifest` line by line."""
     entries: list[ManifestEntry] = []
     issues: list[ManifestIssue] = []
     seen: set[str] = set()
-    # Without symlinks in the raw tree, a plain relative path (word characters, dots and
-    # dashes, no component starting with a dot) cannot be unsafe: one regex decides.
-    plain = _PLAIN_LINE.fullmatch if raw_root is None or (symlinks is not None and not symlinks) else None
+    plain = _PLAIN_LINE.fullmatch if plain_paths else None
     for line_no, raw_line in enumerate(text.split("\n"), start=1):
         line = raw_line.rstrip()
         if not line:
@@ -161,6 +169,9 @@ def entry_key(line: str) -> tuple[str, str] | str:
     Append-only means no entry removed or changed: two manifests with the same keys hold
     the same evidence, in whatever order or layout.
     """
+    plain = _PLAIN_LINE.fullmatch(line)  # the usual line: nothing to normalise
+    if plain is not None:
+        return (plain.group(2), plain.group(1))
     match = _LOOSE_LINE.fullmatch(line.strip())
     if match is None:
         return " ".join(line.split())
@@ -173,6 +184,17 @@ def entry_key(line: str) -> tuple[str, str] | str:
 def manifest_entries(text: str) -> dict[str, str]:
     """path → sha of every entry line of a manifest text (the first line of a path wins)."""
     result: dict[str, str] = {}
+    lines = _plain_lines(text)
+    if lines is not None:
+        for _, sha, rel in lines:
+            result.setdefault(rel, sha)
+        return result
+    return _entries_by_line(text)
+
+
+def _entries_by_line(text: str) -> dict[str, str]:
+    """:func:`manifest_entries` line by line."""
+    result: dict[str, str] = {}
     for line in text.split("\n"):
         key = entry_key(line)
         if isinstance(key, tuple):
@@ -183,6 +205,8 @@ def manifest_entries(text: str) -> dict[str, str]:
 def removed_entries(old: str, new: str) -> list[str]:
     """Lines of manifest text ``old`` whose entry (path → sha) ``new`` does not hold:
     removed or changed. Re-sorting lines and normalising their layout removes nothing."""
+    if new.startswith(old) and (not old or old.endswith("\n")):
+        return []  # lines only appended (the usual commit): every old line is still there
     kept = {entry_key(line) for line in new.split("\n") if line.strip()}
     return [line.rstrip() for line in old.split("\n") if line.strip() and entry_key(line) not in kept]
 
@@ -199,6 +223,17 @@ def changed_entries(old: str, new: str) -> list[str]:
 
 
 _PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")
+_PLAIN_LINES = re.compile(r"^(([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*))$", re.MULTILINE)
+
+
+def _plain_lines(text: str) -> list[tuple[str, str, str]] | None:
+    """``(line, sha, path)`` of every line, when every line is a :data:`_PLAIN_LINE` and none
+    is blank (the usual manifest, read in one regex pass); else None."""
+    body = text[:-1] if text.endswith("\n") else text
+    if not body:
+        return None
+    lines: list[tuple[str, str, str]] = _PLAIN_LINES.findall(body)
+    return lines if len(lines) == body.count("\n") + 1 else None
 
 
 def read_manifest(path: Path, raw_root: Path | None = None, symlinks: Collection[str] | None = None) -> Manifest | None:

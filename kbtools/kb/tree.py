@@ -132,16 +132,32 @@ def read_regular(path: str | Path) -> bytes:
         os.close(fd)
 
 
+def _by_rel(f: KbFile) -> str:
+    return f.rel
+
+
 def layer_from_paths(root: Path, paths: Iterable[str], symlinks: Iterable[str] = ()) -> Layer:
     """The layer :func:`scan_layer` finds, from a list of file paths relative to ``root``
     (POSIX) instead of the disk: the index's files for ``kb lint --staged``, or a full
     listing of the raw root. The same names are skipped (a component starting with ``_``
     or ``.``) and only ``*.md`` files are listed."""
     base = str(root)
+    prefix = os.path.join(base, "")
     files: list[KbFile] = []
     for rel in paths:
+        # The usual `<locale>/<slug>.md` decided inline (12,000 calls of layer_entry cost 25 ms).
+        cut = rel.find("/")
+        if (
+            cut > 0
+            and rel.endswith(MARKDOWN_SUFFIX)
+            and rel[0] not in "_."
+            and rel[cut + 1] not in "_./"
+            and rel.find("/", cut + 1) < 0
+        ):
+            files.append(KbFile(rel, rel[:cut], rel[cut + 1 : -3], prefix + rel))
+            continue
         entry = layer_entry(rel)
         if entry is not None:
             files.append(KbFile(rel, entry[0], entry[1], os.path.join(base, rel)))
-    files.sort(key=lambda f: f.rel)
+    files.sort(key=_by_rel)
     return Layer(root, tuple(files), frozenset(symlinks))

@@ -376,8 +376,10 @@ def _under(index: dict[str, IndexEntry], prefix: str) -> dict[str, str]:
 
 def _index_listing(index: dict[str, IndexEntry], raw_prefix: str) -> tuple[dict[str, str], str | None]:
     """The raw root as the index holds it, or why it is not a folder of this repository."""
+    parts = raw_prefix.split("/")
+    at_or_above = {"/".join(parts[: i + 1]) for i in range(len(parts))}  # the raw root and its folders
     for path, entry in index.items():
-        if path == raw_prefix or raw_prefix.startswith(path + "/"):
+        if path in at_or_above:
             kind = "a git submodule" if entry.kind == "submodule" else f"a {entry.kind}"
             return {}, f"{raw_prefix} is {kind} in the index"
     return _under(index, raw_prefix), None

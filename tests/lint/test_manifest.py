@@ -5,11 +5,20 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbtools.config import Config
 from kbtools.errors import KbError
+from kbtools.kb import manifest
 from kbtools.kb.layout import Layout
-from kbtools.kb.manifest import append_manifest_line, parse_manifest, sha256_file
+from kbtools.kb.manifest import (
+    append_manifest_line,
+    manifest_entries,
+    parse_manifest,
+    removed_entries,
+    sha256_file,
+)
 from tests.testing.cli import run_kb_process
 from tests.testing.kbfactory import make_kb, sha256_bytes
 
@@ -134,3 +143,38 @@ def test_append_refuses_unsafe_bad_or_conflicting_lines(tmp_path, rel, sha):
     with pytest.raises(KbError):
         append_manifest_line(_layout(kb), rel, sha)
     assert kb.manifest.read_bytes() == before
+
+
+def test_removed_entries_sees_an_edited_last_line_behind_an_append():
+    a, b, c = ("a" * 64 + " zh-cn/a.md"), ("b" * 64 + " zh-cn/b.md"), ("c" * 64 + " zh-cn/c.md")
+    assert removed_entries(f"{a}\n{b}\n", f"{a}\n{b}\n{c}\n") == []  # appended
+    assert removed_entries(f"{a}\n{b}", f"{a}\n{b}x\n{c}\n") == [b]  # the unterminated last line was edited
+    assert removed_entries(f"{a}\n{b}\n", f"{b}\n{a}\n") == []  # re-sorted
+    assert removed_entries(f"{a}\n{b}\n", f"{a}\n") == [b]
+    assert removed_entries("", f"{a}\n") == []
+
+
+_MANIFEST_LINES = st.sampled_from(
+    [
+        f"{'a' * 64} zh-cn/a.md",
+        f"{'b' * 64}  zh-cn/b.md",
+        f"{'c' * 64}\tc.md",
+        f"{'d' * 64} zh-cn/a.md",  # the same path again
+        f"{'A' * 64} zh-cn/e.md",
+        f"{'e' * 64} ./zh-cn/e.md",
+        f"{'f' * 64} zh-cn/f.md\r",
+        f"{'0' * 64} zh-cn/with space.md",
+        f"{'1' * 64} 见/笔记.md",
+        "",
+        "  ",
+        "not a line",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_MANIFEST_LINES, min_size=1, max_size=6), st.booleans())
+def test_a_manifest_read_in_one_pass_reads_as_line_by_line(lines, final_newline):
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    assert parse_manifest(text) == manifest._parse_lines(text, None, None, True)
+    assert manifest_entries(text) == manifest._entries_by_line(text)
