@@ -53,20 +53,11 @@ def register(app: typer.Typer) -> None:
         root: RootOption = None,
     ) -> None:
         """List the candidates of the ledger in ledger order, one line each."""
+        from kbtools.review.listing import CandidateFilter
+
         check_format(output_format, ("text", "json"))
-        review = review_of(root, output_dir)
-        listed = review.list_candidates(
-            decision=decision,
-            tool=tool,
-            project=project,
-            since=since,
-            until=until,
-            new=new,
-            cluster=cluster,
-            promoted=promoted,
-            one_per_cluster=one_per_cluster,
-            limit=limit,
-        )
+        wanted = CandidateFilter(decision, tool, project, since, until, new, cluster, promoted, one_per_cluster, limit)
+        listed = review_of(root, output_dir).list_candidates(wanted)
         if output_format == "json":
             print(json.dumps({"count": len(listed), "candidates": [c.as_dict() for c in listed]}, ensure_ascii=False))
             return

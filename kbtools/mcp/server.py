@@ -84,18 +84,10 @@ def build_server(config: Config, review: Review) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """Candidates in ledger order, filtered (dates are YYYY-MM-DD; new = added by the last ingest run;
         one_per_cluster = the first of each near-duplicate cluster only)."""
-        listed = review.list_candidates(
-            decision=decision,
-            tool=tool,
-            project=project,
-            since=since,
-            until=until,
-            new=new,
-            cluster=cluster,
-            promoted=promoted,
-            one_per_cluster=one_per_cluster,
-            limit=limit,
-        )
+        from kbtools.review.listing import CandidateFilter
+
+        wanted = CandidateFilter(decision, tool, project, since, until, new, cluster, promoted, one_per_cluster, limit)
+        listed = review.list_candidates(wanted)
         return {"count": len(listed), "candidates": [c.as_dict() for c in listed]}
 
     @server.tool()

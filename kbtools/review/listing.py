@@ -20,7 +20,8 @@ FINDING_FIELDS = tuple(name for name in KNOWLEDGE_FIELDS if name not in _NOT_FIN
 
 @dataclass(frozen=True)
 class CandidateFilter:
-    """What `kb candidates list` keeps; None or empty = no condition."""
+    """What `kb candidates list` (and the MCP tool ``list_candidates``) keeps, in ledger
+    order; None or empty = no condition."""
 
     decision: str | None = None
     tool: str | None = None
@@ -30,6 +31,8 @@ class CandidateFilter:
     new: bool = False  # only candidates the last ingest run added
     cluster: str | None = None  # a cluster id or a prefix of one (8+ characters)
     promoted: bool | None = None  # True: only promoted; False: only not yet promoted
+    one_per_cluster: bool = False  # only the first candidate of each cluster (before the other conditions)
+    limit: int | None = None  # at most this many
 
     def __post_init__(self) -> None:
         for name in ("since", "until"):
@@ -38,6 +41,8 @@ class CandidateFilter:
                 raise KbError(f"{value!r} is not a date (YYYY-MM-DD)", f"--{name}")
         if self.cluster is not None and len(self.cluster) < MIN_PREFIX:
             raise KbError(f"a cluster id needs at least {MIN_PREFIX} characters", "--cluster")
+        if self.limit is not None and self.limit < 1:
+            raise KbError(f"a limit must be at least 1, not {self.limit}", "--limit")
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,6 @@ def select_candidates(
     *,
     new_ids: frozenset[str] = frozenset(),
     promoted: dict[str, str] | None = None,
-    limit: int | None = None,
 ) -> list[Listed]:
     """The rows ``wanted`` keeps, in ledger order. ``new_ids``: what the last run added;
     ``promoted``: candidate id → raw file."""
@@ -75,7 +79,13 @@ def select_candidates(
 
     done = promoted or {}
     out: list[Listed] = []
+    shown: set[str] = set()
     for row in rows:
+        if wanted.one_per_cluster:
+            cluster_id = str(row.get("cluster_id") or "") or str(row["candidate_id"])
+            if cluster_id in shown:
+                continue
+            shown.add(cluster_id)
         cid = str(row["candidate_id"])
         day = str(row.get("created_at") or "")[:10]
         if (
@@ -105,7 +115,7 @@ def select_candidates(
                 promoted_as=done.get(cid, ""),
             )
         )
-        if limit is not None and len(out) >= limit:
+        if wanted.limit is not None and len(out) >= wanted.limit:
             break
     return out
 

@@ -30,34 +30,10 @@ class Review:
     def doc_roots(self) -> tuple[tuple[str, Path], ...]:
         return (("note", self.layout.note_root), ("raw", self.layout.raw_root))
 
-    def list_candidates(
-        self,
-        *,
-        decision: str | None = None,
-        tool: str | None = None,
-        project: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        new: bool = False,
-        cluster: str | None = None,
-        promoted: bool | None = None,
-        one_per_cluster: bool = False,
-        limit: int | None = None,
-    ) -> list[Listed]:
-        wanted = CandidateFilter(decision, tool, project, since, until, new, cluster, promoted)
+    def list_candidates(self, wanted: CandidateFilter) -> list[Listed]:
         state = candidate_state(self.output_dir)
-        rows = [state.annotated(row) for row in iter_candidates(self.output_dir)]
-        new_ids = state.new_ids
-        if one_per_cluster:
-            shown: set[str] = set()
-            kept = []
-            for row in rows:
-                cluster_id = str(row.get("cluster_id") or "") or str(row["candidate_id"])
-                if cluster_id not in shown:
-                    shown.add(cluster_id)
-                    kept.append(row)
-            rows = kept
-        return select_candidates(rows, wanted, new_ids=new_ids, promoted=promoted_candidates(self.layout), limit=limit)
+        rows = (state.annotated(row) for row in iter_candidates(self.output_dir))
+        return select_candidates(rows, wanted, new_ids=state.new_ids, promoted=promoted_candidates(self.layout))
 
     def show_candidate(self, candidate_id: str) -> CandidateDetail:
         state = candidate_state(self.output_dir)

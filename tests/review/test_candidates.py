@@ -168,3 +168,14 @@ def test_no_ledger_yet_is_a_clear_error(tmp_path) -> None:
     for command in (("candidates", "list"), ("candidates", "search", "pool")):
         result = run_kb(*command, "--root", str(root))
         assert result.code == 2 and "no candidate ledger; run `kb ingest --write` first" in result.err
+
+
+def test_the_list_filter_refuses_a_limit_under_one_in_one_line() -> None:
+    """The MCP tool has no option parser to check it: the filter both build does."""
+    import pytest
+
+    from kbtools.errors import KbError
+    from kbtools.review.listing import CandidateFilter
+
+    with pytest.raises(KbError, match="at least 1, not 0"):
+        CandidateFilter(limit=0)

@@ -92,6 +92,8 @@ def test_a_reviewer_reads_one_per_cluster(review_kb: ReviewKb) -> None:
     in_cluster = listed(review_kb, "--cluster", cluster[:10])
     assert sorted(in_cluster) == sorted([pool, other])
     assert len(listed(review_kb, "--one-per-cluster")) == len(listed(review_kb)) - 3
+    firsts = list(listed(review_kb, "--one-per-cluster"))
+    assert list(listed(review_kb, "--one-per-cluster", "--limit", "2")) == firsts[:2]  # the limit after the clusters
     shown = review_kb.kb("candidates", "show", pool)
     assert f"cluster {cluster[:12]} (2 candidates): {other[:12]}" in shown.out
     text = review_kb.kb("candidates", "list").out
