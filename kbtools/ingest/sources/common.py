@@ -169,6 +169,12 @@ class NotRegularFile(OSError):
     """A path that is not a regular file: not read."""
 
 
+# Session lines run to kilobytes: with the file system's 4 KB blocks as the buffer, a
+# line took several reads and joins (the readers' CPU over a 200 MB prose-heavy
+# store: 1.03-1.12 s with 4 KB, 0.94-1.00 s with 256 KB).
+READ_BUFFER = 256 * 1024
+
+
 def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     """``path`` opened for reading if it is a regular file (after symlinks).
 
@@ -179,7 +185,7 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(errno.EINVAL, NOT_REGULAR)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb", buffering=READ_BUFFER)
     except BaseException:
         os.close(fd)
         raise
