@@ -78,7 +78,7 @@ def checksum(payload: bytes) -> int:
     return zlib.crc32(payload)
 
 
-def read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
+def read_cache(path: Path, fmt: int | tuple[object, ...]) -> object:
     """What :func:`write_cache` stored in ``path`` in format ``fmt``; None when the file is
     absent, damaged or of another format (a cache miss)."""
     if not enabled():
@@ -92,7 +92,7 @@ def read_cache(path: Path, fmt: int | tuple[Any, ...]) -> Any:
         return None
 
 
-def write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
+def write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:  # what marshal takes
     """``data`` (marshallable) into ``path`` with its format and checksum; a failure is ignored."""
     if not enabled():
         return
@@ -106,16 +106,16 @@ def write_cache(path: Path, fmt: int | tuple[Any, ...], data: Any) -> None:
 class LedgerIndex:
     """The parts of a read :data:`LEDGER_INDEX_FILE`, each handed out only for its own file."""
 
-    def __init__(self, parts: dict[str, Any]) -> None:
+    def __init__(self, parts: dict[str, object]) -> None:
         self._parts = parts
 
-    def _part(self, ledger: str, stat: os.stat_result) -> Any:
+    def _part(self, ledger: str, stat: os.stat_result) -> object:
         part = self._parts.get(ledger)
         if not isinstance(part, tuple) or len(part) != 2 or part[0] != stat_key(stat):
             return None
         return part[1]
 
-    def manifest(self, stat: os.stat_result) -> list[tuple[tuple[Any, ...], int, int]] | None:
+    def manifest(self, stat: os.stat_result) -> list[tuple[tuple[object, ...], int, int]] | None:
         """``(entry, offset, length)`` of every manifest row, in file order."""
         rows = self._part("manifest", stat)
         return rows if isinstance(rows, list) else None
@@ -141,7 +141,7 @@ def read_ledger_index(output_dir: Path) -> LedgerIndex | None:
     return LedgerIndex(parts) if isinstance(parts, dict) else None
 
 
-def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, Any]]) -> None:
+def write_ledger_index(output_dir: Path, parts: dict[str, tuple[os.stat_result, object]]) -> None:
     """``parts``: per ledger, the stat of the file as written and what to keep of it."""
     data = {name: (stat_key(stat), kept) for name, (stat, kept) in parts.items()}
     write_cache(output_dir / LEDGER_INDEX_FILE, _LEDGER_INDEX_FORMAT, data)

@@ -51,7 +51,7 @@ SUMMARY_FILE = "run-summary.md"
 Row = dict[str, Any]
 
 
-def stat_json(stat_key: Any) -> str:
+def stat_json(stat_key: object) -> str:
     """A source version as compact JSON ("" for none): equal strings, equal versions."""
     if stat_key is None or isinstance(stat_key, str) or not isinstance(stat_key, (list, tuple)):
         return ""

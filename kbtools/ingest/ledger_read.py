@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
 from kbtools.ingest import caches
 from kbtools.ingest.caches import LedgerIndex, read_key_cache, read_ledger_index
@@ -55,18 +55,18 @@ class PriorSource(NamedTuple):
     identity: str = ""  # tool, project_key and session_hash (see hashing.hashed_identity_key)
 
     @property
-    def entry(self) -> tuple[Any, ...]:
+    def entry(self) -> tuple[object, ...]:
         return tuple(self[:ENTRY_SIZE])
 
 
 ENTRY_SIZE = PriorSource._fields.index("rows_digest") + 1  # the fields a manifest row gives
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def manifest_entry(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def manifest_entry(row: Mapping[str, object]) -> tuple[object, ...]:
     """The :class:`PriorSource` entry of a manifest row."""
     return (
         row["source_key"],
@@ -199,7 +199,7 @@ class PriorState:
                 continue
             # No length: a row not vouched for by the index is never re-emitted as it is.
             entry = manifest_entry(row)
-            identity = hashed_identity_key(entry[1], entry[3], entry[4])
+            identity = hashed_identity_key(row["tool"], row["project_key"], row["session_hash"])
             digest = PriorSource._make((*entry, (number, offset), 0, False, journal, identity))
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != row.get(RUN_TAG):

@@ -10,10 +10,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, temp_path_for, write_all
 from kbtools.ingest.caches import write_ledger_index
+from kbtools.ingest.dedup import DedupKey
 from kbtools.ingest.ledger import Row, Segment, crash_point, ledger_path
 from kbtools.ingest.ledger_read import manifest_entry
 from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, dumps
@@ -36,10 +37,10 @@ class SourceRows:
     # Prior candidates the control-plane filter dropped on this run.
     internal_dropped: int = 0
     candidate_lines: list[bytes | None] = field(default_factory=list)
-    candidate_keys: list[Any] = field(default_factory=list)
+    candidate_keys: list[DedupKey] = field(default_factory=list)
     # Or, for trusted prior lines, their keys as the key cache keeps them (candidates.StoredKeys),
     # and that entry as stored (marshal), to be kept as it is.
-    stored_keys: tuple[Any, ...] | None = None
+    stored_keys: tuple[tuple[object, ...], ...] | None = None
     stored_blob: bytes = b""
     # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
     lines_digest: str = ""
@@ -49,7 +50,7 @@ class SourceRows:
     # (but for ``run_at``): ``manifest`` then holds only what the run reads of it,
     # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
     manifest_line: bytes | None = None
-    entry: tuple[Any, ...] | None = None
+    entry: tuple[object, ...] | None = None
 
     def materialize(self) -> None:
         """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
@@ -231,7 +232,7 @@ class WriteSink(LedgerSink):
         self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
         self._digests: dict[str, str] = {}
         # The rest of the ledger index: manifest entries, rejected and event row starts.
-        self._entries: list[tuple[tuple[Any, ...], int, int]] = []
+        self._entries: list[tuple[tuple[object, ...], int, int]] = []
         self._starts: dict[str, dict[str, list[int]]] = {"rejected": {}, "events": {}}
         self._sizes = {"manifest": 0, "rejected": 0, "events": 0}
         # What every rows_digest of this run was computed under (set by the pipeline).

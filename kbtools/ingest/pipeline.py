@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kbtools.config import Config
 from kbtools.errors import KbError
@@ -54,6 +54,7 @@ from kbtools.kb.layout import Layout
 from kbtools.redact import Redactor
 
 if TYPE_CHECKING:
+    from kbtools.derived.filter import DerivedFilter
     from kbtools.ingest.workers import WorkerPool
 
 # The journal is appended (and fsynced) once this many sources have new rows to journal.
@@ -89,7 +90,9 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any, dict[str, Any], list[str]]:
+def load_derived_filter(
+    request: IngestRequest, redactor: Redactor
+) -> tuple[DerivedFilter | None, dict[str, object], list[str]]:
     """(filter or None, settings for the summary, warnings); paths in them are redacted."""
     if not request.derived_filter or not request.config.derived.enabled:
         return (
@@ -102,14 +105,16 @@ def load_derived_filter(request: IngestRequest, redactor: Redactor) -> tuple[Any
     # On --write the index is kept next to the ledgers and reused while no artifact changed.
     cache_dir = request.output_dir if request.write and request.output_dir.is_dir() and caches.enabled() else None
     derived = DerivedFilter.load(request.layout, threshold=request.config.derived.threshold, cache_dir=cache_dir)
-    settings = {k: redactor.redact(v).text if isinstance(v, str) else v for k, v in derived.settings.items()}
+    settings: dict[str, object] = {
+        k: redactor.redact(v).text if isinstance(v, str) else v for k, v in derived.settings.items()
+    }
     settings.setdefault("enabled", True)
     settings.setdefault("threshold", derived.threshold)
     settings.setdefault("artifact_count", derived.artifact_count)
     return derived, settings, [redactor.redact(w).text for w in derived.warnings]
 
 
-def derived_key(derived: Any) -> str:
+def derived_key(derived: DerivedFilter | None) -> str:
     """The derived filter's artifact set (paths and content hashes), threshold and
     shingling, as one digest ("" without a filter)."""
     if derived is None:

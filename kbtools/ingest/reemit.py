@@ -7,7 +7,6 @@ import hashlib
 import json
 import marshal
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kbtools.ingest import rows as rows_schema
 from kbtools.ingest.candidates import SourceMeta, candidate_id, is_internal_candidate, split_messages
@@ -42,7 +41,7 @@ def prior_rows(
     skip_reason: str | None,
     created_at: str | None = None,
     updated_at: str | None = None,
-    locator: tuple[str, list[Any] | None] | None = None,
+    locator: tuple[str, list[object] | None] | None = None,
 ) -> SourceRows:
     """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
 
@@ -157,7 +156,7 @@ def _reemitted(
     skip_reason: str | None,
     created_at: str | None,
     updated_at: str | None,
-    locator: tuple[str, list[Any] | None] | None,
+    locator: tuple[str, list[object] | None] | None,
     redacted: bool,
     slugs: list[str],
     current: bool,
@@ -195,7 +194,7 @@ def _as_before(
     status: str,
     skip_reason: str | None,
     created_at: str | None,
-    locator: tuple[str, list[Any] | None] | None,
+    locator: tuple[str, list[object] | None] | None,
 ) -> bool:
     """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
     (given candidate lines and a redaction status that stay the same)."""

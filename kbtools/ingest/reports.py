@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kbtools.ingest.dedup import Deduplicator
 from kbtools.ingest.extract import DERIVED_ONLY
@@ -69,10 +69,10 @@ class Counts:
 
 
 class IngestSummary(NamedTuple):
-    values: dict[str, Any]
+    values: dict[str, object]
     warnings: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return dict(self.values)
 
 
@@ -84,8 +84,8 @@ def summary_of(
     c: Counts,
     dedup: Deduplicator,
     prior: PriorState,
-    derived_settings: dict[str, Any],
-) -> dict[str, Any]:
+    derived_settings: dict[str, object],
+) -> dict[str, object]:
     return {
         "run_id": run_id,
         "started_at": iso_moment(started),
@@ -117,7 +117,7 @@ def summary_of(
     }
 
 
-def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, Any], redactor: Redactor) -> None:
+def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, object], redactor: Redactor) -> None:
     """``run-summary.md`` in ``output_dir`` and the checkpoint note of a finished run."""
     labels = [
         ("Run ID", "run_id"),
@@ -142,7 +142,8 @@ def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, Any], r
         ("Malformed prior rows", "malformed_prior_rows"),
         ("Redaction version", "redaction_version"),
     ]
-    derived = summary["derived_filter"]
+    found = summary["derived_filter"]
+    derived = found if isinstance(found, dict) else {}
     derived_line = (
         f"enabled, threshold {derived.get('threshold')}, {derived.get('artifact_count', 0)} artifact(s)"
         if derived.get("enabled")
