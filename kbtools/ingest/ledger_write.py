@@ -100,91 +100,6 @@ class LedgerSink:
         pass
 
 
-class _BackgroundWriter:
-    """A temp ledger written by a thread of its own: byte ranges copied from the prior
-    ledger (in the kernel where it can), new lines appended, the data synced to disk
-    as it goes. The run's thread only queues (the syscalls release the GIL), so a
-    rerun's tens of MB of unchanged lines cost it no copying and little waiting at
-    the final fsync. A failure is raised in the run's thread at its next call."""
-
-    SYNC_EVERY = 16 << 20  # bytes written between two fdatasync
-    CHUNK = 1 << 20  # lines are queued in pieces of about this size
-
-    def __init__(self, fd: int) -> None:
-        import queue
-        import threading
-
-        self.fd = fd
-        self._ops: queue.Queue[bytes | tuple[int, int, int] | None] = queue.Queue(maxsize=16)
-        self._buffer: list[bytes] = []
-        self._buffered = 0
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="kb-ledger-writer", daemon=True)
-        self._thread.start()
-
-    def write(self, data: bytes) -> None:
-        self._buffer.append(data)
-        self._buffered += len(data)
-        if self._buffered >= self.CHUNK:
-            self._push()
-
-    def copy(self, fd: int, start: int, end: int) -> None:
-        self._push()
-        self._put((fd, start, end))
-
-    def finish(self) -> os.stat_result:
-        """Everything written and fsynced; the file's stat."""
-        self._push()
-        self._stop()
-        os.fsync(self.fd)
-        return os.fstat(self.fd)
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._error = self._error or OSError(errno.ECANCELED, "abandoned")
-            self._ops.put(None)
-            self._thread.join()
-        os.close(self.fd)
-
-    def _push(self) -> None:
-        if self._buffer:
-            data = b"".join(self._buffer)
-            self._buffer.clear()
-            self._buffered = 0
-            self._put(data)
-
-    def _put(self, op: bytes | tuple[int, int, int]) -> None:
-        if self._error is not None:
-            raise self._error
-        self._ops.put(op)
-
-    def _stop(self) -> None:
-        self._ops.put(None)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def _run(self) -> None:
-        unsynced = 0
-        while True:
-            op = self._ops.get()
-            if op is None:
-                return
-            if self._error is not None:
-                continue  # failed: drain until told to stop
-            try:
-                if isinstance(op, bytes):
-                    write_all(self.fd, op)
-                    unsynced += len(op)
-                else:
-                    unsynced += _copy_range(op[0], self.fd, op[1], op[2])
-                if unsynced >= self.SYNC_EVERY:
-                    os.fdatasync(self.fd)
-                    unsynced = 0
-            except BaseException as exc:
-                self._error = exc
-
-
 def _copy_range(src: int, dst: int, start: int, end: int) -> int:
     """Append ``src[start:end]`` to ``dst`` (in the kernel where it can); the bytes copied."""
     total = end - start
@@ -204,27 +119,19 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> int:
 
 
 class WriteSink(LedgerSink):
-    """``--write``: final ledgers streamed to temp files, progress appended to the journal.
-
-    The candidates ledger, most of the bytes, is written by a :class:`_BackgroundWriter`."""
-
-    COPY_PIECE = 4 << 20
+    """``--write``: final ledgers streamed to temp files, progress appended to the journal."""
 
     def __init__(self, output_dir: Path, run_id: str) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
         self._temps: dict[str, Path] = {}
         self._final: dict[str, IO[bytes]] = {}
-        self._candidates: _BackgroundWriter | None = None
         for name in LEDGERS:
             path = ledger_path(output_dir, name)
             tmp = temp_path_for(path)
             fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             self._temps[name] = tmp
-            if name == "candidates":
-                self._candidates = _BackgroundWriter(fd)
-            else:
-                self._final[name] = os.fdopen(fd, "wb", buffering=1 << 20)
+            self._final[name] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
         # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
@@ -262,7 +169,7 @@ class WriteSink(LedgerSink):
                 self._written += len(line)
             spans.append(self._written)
             self._flush_copy()
-            self._writer.write(b"".join(lines))
+            self._final["candidates"].write(b"".join(lines))
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in (("rejected", rows.rejected), ("events", rows.events)):
@@ -287,28 +194,23 @@ class WriteSink(LedgerSink):
             self._pending["manifest"].append(self._tagged(line))
 
     def _copy(self, segment: Segment) -> None:
-        """Queue a byte range of the prior ledger; adjacent ranges are copied as one, handed
-        to the writer in pieces of ``COPY_PIECE`` so that it copies while the run goes on."""
+        """Queue a byte range of the prior ledger; adjacent ranges are copied as one."""
         start, end = segment.starts[0], segment.end
         self._written += end - start
         if self._pending_copy is not None and self._pending_copy[0] == segment.fd and self._pending_copy[2] == start:
             self._pending_copy = (segment.fd, self._pending_copy[1], end)
-            if end - self._pending_copy[1] >= self.COPY_PIECE:
-                self._flush_copy()
             return
         self._flush_copy()
         self._pending_copy = (segment.fd, start, end)
 
     def _flush_copy(self) -> None:
-        """Hand the queued range to the candidates writer."""
+        """Copy the queued range into the candidates ledger (in the kernel where it can)."""
         if self._pending_copy is not None:
-            self._writer.copy(*self._pending_copy)
+            src, start, end = self._pending_copy
+            out = self._final["candidates"]
+            out.flush()
+            _copy_range(src, out.fileno(), start, end)
             self._pending_copy = None
-
-    @property
-    def _writer(self) -> _BackgroundWriter:
-        assert self._candidates is not None
-        return self._candidates
 
     def _tagged(self, line: bytes) -> bytes:
         """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
@@ -340,16 +242,11 @@ class WriteSink(LedgerSink):
         written: dict[str, os.stat_result] = {}
         self._flush_copy()
         for name in COMMIT_ORDER:
-            if name == "candidates":
-                written[name] = self._writer.finish()
-                self._writer.close()
-                self._candidates = None
-            else:
-                out = self._final.pop(name)
-                out.flush()
-                os.fsync(out.fileno())
-                written[name] = os.fstat(out.fileno())
-                out.close()
+            out = self._final.pop(name)
+            out.flush()
+            os.fsync(out.fileno())
+            written[name] = os.fstat(out.fileno())
+            out.close()
             os.chmod(self._temps[name], PRIVATE_FILE_MODE)
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
             crash_point(f"rename-{name}")
@@ -371,12 +268,6 @@ class WriteSink(LedgerSink):
     def abort(self) -> None:
         """Every temp file closed and removed; what cannot be written now (a full disk) is
         dropped, never raised over the error that aborted the run."""
-        if self._candidates is not None:
-            try:
-                self._candidates.close()
-            except OSError:
-                pass
-            self._candidates = None
         for out in self._final.values():
             try:
                 out.close()

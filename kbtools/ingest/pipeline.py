@@ -270,7 +270,6 @@ def run_ingest(
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=dkey,
         )
-        # The workers first: the ledger writer below starts a thread.
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
         if request.write:
             ledger.remove_stale_files(out)

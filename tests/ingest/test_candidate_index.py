@@ -7,9 +7,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
-from kbtools.ingest.ledger_write import WriteSink
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv
 from tests.testing.sessions import Msg, age, assistant, user, write_omp_session
 
@@ -56,12 +53,7 @@ def _without_run_at(path: Path) -> list[dict[str, object]]:
     return [{k: v for k, v in json.loads(line).items() if k != "run_at"} for line in path.read_bytes().splitlines()]
 
 
-@pytest.mark.parametrize("piece", [WriteSink.COPY_PIECE, 1])
-def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(
-    env: IngestEnv, monkeypatch: pytest.MonkeyPatch, piece: int
-) -> None:
-    # piece 1: each copied range goes to the writer on its own, not as one merged range.
-    monkeypatch.setattr(WriteSink, "COPY_PIECE", piece)
+def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(env: IngestEnv) -> None:
     paths = _sessions(env, 5)
     # No technical knowledge: a rejected row, restamped like the manifest's.
     age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
