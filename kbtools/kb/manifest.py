@@ -222,8 +222,9 @@ def changed_entries(old: str, new: str) -> list[str]:
     return result
 
 
-_PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*)")
-_PLAIN_LINES = re.compile(r"^(([0-9a-f]{64})[ \t]+((?:[\w-][\w.-]*/)*[\w-][\w.-]*))$", re.MULTILINE)
+# Path components each start with a word character or a dash; written so the engine never backtracks.
+_PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+([\w-][\w.-]*(?:/[\w-][\w.-]*)*)")
+_PLAIN_LINES = re.compile(r"^(([0-9a-f]{64})[ \t]+([\w-][\w.-]*(?:/[\w-][\w.-]*)*))$", re.MULTILINE)
 
 
 def _plain_lines(text: str) -> list[tuple[str, str, str]] | None:

@@ -25,7 +25,7 @@ import re
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 CLASSES: dict[str, str] = {
     "a": string.ascii_letters + string.digits,  # alphanumeric
@@ -136,6 +136,7 @@ def truncated(shape: str, rng: random.Random) -> str | None:
     return "".join(p.literal or _random_part(p, rng, p.low - 1 if i == short else p.low) for i, p in enumerate(parts))
 
 
+@cache
 def prefix(shape: str) -> str:
     first = parse(shape)[0]
     return first.literal
