@@ -124,10 +124,15 @@ def read_regular(path: str | Path) -> bytes:
     symlink must not hang or feed the lint)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
+        # Read to the end without a file object (2,000 notes: a few ms): the first read
+        # asks for one byte more than the size, so a file read whole meets the end next.
+        pieces = [os.read(fd, info.st_size + 1)]
+        while pieces[-1]:
+            pieces.append(os.read(fd, 1 << 20))
+        return pieces[0] if len(pieces) == 2 else b"".join(pieces)
     finally:
         os.close(fd)
 

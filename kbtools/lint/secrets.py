@@ -18,13 +18,15 @@ CHECK = "secrets"
 
 
 def secret_problems(changes: Iterable[tuple[str, Iterable[tuple[int, str]]]]) -> list[Problem]:
-    """One problem per (file, line, kind) with a credential, in file and line order."""
-    from kbtools.redact import find_secrets
-
+    """One problem per (file, line, kind) with a credential, in file and line order. The
+    redaction engine is imported only when there is a line to scan (a lint of an unchanged
+    KB has none)."""
     seen: set[tuple[str, int, str]] = set()
     problems: list[Problem] = []
     for rel, lines in changes:
         for first_line, block in _blocks(lines):
+            from kbtools.redact import find_secrets
+
             hits = find_secrets(block)
             if not hits:
                 continue
