@@ -30,7 +30,9 @@ query matches across case, punctuation, inflection and scripts without spaces.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -41,7 +43,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from kbtools.errors import KbError
 from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, stat_key
@@ -262,14 +264,23 @@ def _line_hash(line: bytes) -> str:
     return hashlib.blake2b(line.rstrip(b"\r\n"), digest_size=16).hexdigest()
 
 
-def _ledger_lines(path: Path) -> Iterator[bytes]:
+@contextlib.contextmanager
+def _open_ledger(path: Path) -> Iterator[IO[bytes]]:
+    """The ledger file opened for reading; an empty one when there is none yet."""
     try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    yield line
+        fh: IO[bytes] = open(path, "rb")
     except FileNotFoundError:
-        return
+        fh = io.BytesIO()
+    with fh:
+        yield fh
+
+
+def _ledger_lines(ledger: IO[bytes]) -> Iterator[bytes]:
+    """The non-blank lines of ``ledger``, from its start."""
+    ledger.seek(0)
+    for line in ledger:
+        if line.strip():
+            yield line
 
 
 def _as_text(value: Any) -> str:
@@ -331,58 +342,66 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
     for line_hash, row_id, position in con.execute("SELECT line_hash, id, position FROM candidate"):
         known[line_hash] = row_id
         stored_position[line_hash] = position
-    seen: dict[str, int] = {}  # line hash → its position in the ledger
-    fresh: list[tuple[str, int, Row]] = []
-    for position, line in enumerate(_ledger_lines(path)):
-        digest = _line_hash(line)
-        if digest in known:
-            seen[digest] = position
-            continue
-        parsed = _parse_candidate(line)
-        if parsed is not None:
-            fresh.append((digest, position, parsed))
-    gone = [known[d] for d in known.keys() - seen.keys()]
-    con.execute("BEGIN IMMEDIATE")
-    first_seen = dict(
-        con.execute(
-            f"SELECT candidate_id, first_seen FROM candidate WHERE id IN ({','.join('?' * len(gone))})", gone
-        ).fetchall()
-        if gone
-        else []
-    )
-    _delete(con, "candidate", gone)
-    moved = [(p, d) for d, p in seen.items() if stored_position[d] != p]
-    con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", moved)
-    added = 0
-    for digest, position, row in fresh:
-        cid = str(row["candidate_id"])
-        prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
-        if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
-            _delete(con, "candidate", [prior[0]])
-            first_seen[cid] = prior[1]
-        cur = con.execute(
-            "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
-            " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                cid,
-                digest,
-                str(row.get("tool", "")),
-                str(row.get("decision", "")),
-                str(row.get("project_key", "")),
-                str(row.get("session_key", "")),
-                str(row.get("created_at", "")),
-                position,
-                candidate_title(row),
-                first_seen.get(cid, run),
-            ),
+    with _open_ledger(path) as ledger:
+        # Two passes over one open file (one version of it, whatever is renamed over it
+        # meanwhile): the first hashes the lines, the second parses only those not indexed, so
+        # the rows are never all held at once.
+        seen: dict[str, int] = {}  # line hash → its position in the ledger
+        fresh_at: dict[int, str] = {}  # position of a line not indexed yet → its hash
+        for position, line in enumerate(_ledger_lines(ledger)):
+            digest = _line_hash(line)
+            if digest in known:
+                seen[digest] = position
+            else:
+                fresh_at[position] = digest
+        gone = [known[d] for d in known.keys() - seen.keys()]
+        con.execute("BEGIN IMMEDIATE")
+        first_seen = dict(
+            con.execute(
+                f"SELECT candidate_id, first_seen FROM candidate WHERE id IN ({','.join('?' * len(gone))})", gone
+            ).fetchall()
+            if gone
+            else []
         )
-        con.execute(
-            "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
-            (cur.lastrowid, *_candidate_columns(row)),
-        )
-        added += cid not in first_seen
-    removed = len(gone) - sum(1 for _, _, row in fresh if str(row["candidate_id"]) in first_seen)
-    if fresh or gone:
+        _delete(con, "candidate", gone)
+        moved = [(p, d) for d, p in seen.items() if stored_position[d] != p]
+        con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", moved)
+        added = 0
+        fresh_ids: list[str] = []
+        for position, line in enumerate(_ledger_lines(ledger) if fresh_at else ()):
+            digest = fresh_at.get(position, "")
+            row = _parse_candidate(line) if digest else None
+            if row is None:
+                continue
+            cid = str(row["candidate_id"])
+            fresh_ids.append(cid)
+            prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
+            if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
+                _delete(con, "candidate", [prior[0]])
+                first_seen[cid] = prior[1]
+            cur = con.execute(
+                "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
+                " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    cid,
+                    digest,
+                    str(row.get("tool", "")),
+                    str(row.get("decision", "")),
+                    str(row.get("project_key", "")),
+                    str(row.get("session_key", "")),
+                    str(row.get("created_at", "")),
+                    position,
+                    candidate_title(row),
+                    first_seen.get(cid, run),
+                ),
+            )
+            con.execute(
+                "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
+                (cur.lastrowid, *_candidate_columns(row)),
+            )
+            added += cid not in first_seen
+    removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
+    if fresh_ids or gone:
         _recluster(con)
     _set_meta(con, ledger_stamp=ledger_stamp, last_run=run, manifest_version=version)
     con.execute("COMMIT")

@@ -66,3 +66,45 @@ def test_a_deleted_index_is_made_again(review_kb: ReviewKb) -> None:
     wanted = search_ids(review_kb, "tsconfig")
     (review_kb.env.out / INDEX_FILE).unlink()
     assert search_ids(review_kb, "tsconfig") == wanted
+
+
+def _index_content(out: os.PathLike[str] | str) -> list[tuple[object, ...]]:
+    con = sqlite3.connect(index_path(out))  # type: ignore[arg-type]
+    try:
+        rows = con.execute(
+            "SELECT c.candidate_id, c.line_hash, c.position, c.title, c.cluster_id, c.cluster_size, f.topic, f.goal,"
+            " f.body, f.conclusions FROM candidate c JOIN candidate_fts f ON f.rowid = c.id ORDER BY c.position"
+        ).fetchall()
+    finally:
+        con.close()
+    return [tuple(r) for r in rows]
+
+
+def test_an_updated_index_equals_one_built_from_scratch(review_kb: ReviewKb, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Lines gone, lines moved, a changed line, a hand-edited duplicate id and a malformed
+    line: the update in place holds exactly what a fresh build of that ledger holds."""
+    import shutil
+
+    out = review_kb.env.out
+    update_index(out)
+    ledger = out / "candidates.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert len(lines) >= 3
+    first = json.loads(lines[0])
+    changed = dict(first, topic="a changed topic")
+    duplicate = dict(json.loads(lines[1]), text="the same id, written again by hand")
+    ledger.write_bytes(
+        b"".join(lines[2:])
+        + b"{not json\n"
+        + (json.dumps(changed) + "\n").encode()
+        + (json.dumps(duplicate) + "\n").encode()
+    )
+    updated = update_index(out)
+    assert updated.ledger_read and updated.rebuilt == ""
+    fresh = tmp_path / "fresh"
+    shutil.copytree(out, fresh)
+    for name in ("search-index.sqlite", "search-index.stamp"):
+        (fresh / name).unlink()
+    assert update_index(fresh).rebuilt == "missing"
+    assert _index_content(out) == _index_content(fresh)
+    assert [r[0] for r in _index_content(out)].count(duplicate["candidate_id"]) == 1
