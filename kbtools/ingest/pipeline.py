@@ -72,15 +72,6 @@ class IngestRequest(NamedTuple):
     jobs: int = 1
 
 
-# --------------------------------------------------------------------------- one source
-
-
-# --------------------------------------------------------------------------- prior rows
-
-
-# --------------------------------------------------------------------------- the run
-
-
 def new_run_id(moment: datetime) -> str:
     """Unique per run (the reference used the date alone, so a day's runs shared one id)."""
     return f"kb-ingest-{moment.strftime('%Y%m%dT%H%M%S')}{moment.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
