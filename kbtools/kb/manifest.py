@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,6 +26,7 @@ __all__ = [
     "ManifestEntry",
     "ManifestIssue",
     "append_manifest_line",
+    "appended_rels",
     "changed_entries",
     "entry_key",
     "manifest_entries",
@@ -63,6 +64,8 @@ class Manifest:
 
     entries: tuple[ManifestEntry, ...]
     issues: tuple[ManifestIssue, ...]
+    # The text, when every line of it is a plain entry (entries[i] is line i + 1): see appended_rels.
+    plain_text: str | None = field(default=None, compare=False, repr=False)
 
     def sha_by_rel(self) -> dict[str, str]:
         return {e.rel: e.sha for e in self.entries}
@@ -124,7 +127,8 @@ def parse_manifest(text: str, raw_root: Path | None = None, symlinks: Collection
     # dashes, no component starting with a dot) cannot be unsafe: one regex decides.
     plain = raw_root is None or (symlinks is not None and not symlinks)
     if plain and (lines := _plain_lines(text)) is not None and len({r for _, _, r in lines}) == len(lines):
-        return Manifest(tuple(ManifestEntry(i, line, sha, rel) for i, (line, sha, rel) in enumerate(lines, 1)), ())
+        entries = tuple(ManifestEntry(i, line, sha, rel) for i, (line, sha, rel) in enumerate(lines, 1))
+        return Manifest(entries, (), plain_text=text)
     return _parse_lines(text, raw_root, symlinks, plain)
 
 
@@ -209,6 +213,17 @@ def removed_entries(old: str, new: str) -> list[str]:
         return []  # lines only appended (the usual commit): every old line is still there
     kept = {entry_key(line) for line in new.split("\n") if line.strip()}
     return [line.rstrip() for line in old.split("\n") if line.strip() and entry_key(line) not in kept]
+
+
+def appended_rels(manifest: Manifest, old: str) -> set[str] | None:
+    """Paths of ``manifest``'s entries that manifest text ``old`` lacks or holds with another
+    hash, without keying ``old``: when ``manifest`` was read from plain lines that ``old``
+    begins line for line (the usual commit: lines appended), the entries after them. None
+    when that cannot be told so."""
+    text = manifest.plain_text
+    if text is None or not text.startswith(old) or (old and not old.endswith("\n")):
+        return None
+    return {e.rel for e in manifest.entries[old.count("\n") :]}
 
 
 def changed_entries(old: str, new: str) -> list[str]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 
 from kbtools.config import CONFIG_FILE
 from kbtools.kb.frontmatter import FrontmatterError, frontmatter_fields
-from kbtools.kb.manifest import changed_entries, manifest_entries, removed_entries
+from kbtools.kb.manifest import appended_rels, changed_entries, manifest_entries, removed_entries
 from kbtools.lint.context import LintContext
 from kbtools.lint.history import Step
 from kbtools.lint.problem import Problem
@@ -102,7 +102,11 @@ def _new_entries(ctx: LintContext) -> set[str] | None:
     (step,) = ctx.history.steps
     if step.status_of(manifest_rel) is None:
         return set()
-    old = manifest_entries(step.text("old", manifest_rel) or "")
+    old_text = step.text("old", manifest_rel) or ""
+    appended = appended_rels(ctx.manifest, old_text)
+    if appended is not None:
+        return appended
+    old = manifest_entries(old_text)
     return {e.rel for e in ctx.manifest.entries if old.get(e.rel) != e.sha}
 
 

@@ -178,3 +178,27 @@ def test_a_manifest_read_in_one_pass_reads_as_line_by_line(lines, final_newline)
     text = "\n".join(lines) + ("\n" if final_newline else "")
     assert parse_manifest(text) == manifest._parse_lines(text, None, None, True)
     assert manifest_entries(text) == manifest._entries_by_line(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(_MANIFEST_LINES, max_size=5),
+    st.lists(_MANIFEST_LINES, max_size=3),
+    st.booleans(),
+    st.one_of(st.none(), _MANIFEST_LINES),
+)
+def test_appended_entries_are_what_keying_the_old_manifest_finds(old_lines, added, old_terminated, first):
+    old = "\n".join(old_lines) + ("\n" if old_terminated and old_lines else "")
+    new = old + "\n".join(added) + ("\n" if added else "")
+    if first is not None:  # a rewritten first line: not an append
+        new = first + new[new.find("\n") :] if "\n" in new else first
+    current = parse_manifest(new)
+    appended = manifest.appended_rels(current, old)
+    if appended is not None:
+        keyed = manifest_entries(old)
+        assert appended == {e.rel for e in current.entries if keyed.get(e.rel) != e.sha}
+
+
+def test_an_appended_plain_line_is_told_without_keying_the_old_manifest():
+    old = f"{'a' * 64} zh-cn/a.md\n"
+    assert manifest.appended_rels(parse_manifest(old + f"{'b' * 64} zh-cn/b.md\n"), old) == {"zh-cn/b.md"}
