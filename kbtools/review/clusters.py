@@ -42,6 +42,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
 
 THRESHOLD = 0.2
 MIN_FEATURES = 8  # fewer content shingles than this: too little to compare
@@ -70,6 +71,10 @@ class Member:
     candidate_id: str
     session_key: str
     words: list[bytes]
+    packed: bytes | None = None  # its features already computed, as :func:`pack` stores them
+
+    def features(self) -> frozenset[int]:
+        return unpack(self.packed) if self.packed is not None else features(self.words)
 
 
 @cache
@@ -100,6 +105,17 @@ def features(words: Iterable[bytes]) -> frozenset[int]:
     return frozenset(found)
 
 
+def pack(feats: frozenset[int]) -> bytes:
+    """Features as bytes (signed 64-bit hashes, sorted), to be stored."""
+    return array("q", sorted(feats)).tobytes()
+
+
+def unpack(packed: bytes) -> frozenset[int]:
+    found = array("q")
+    found.frombytes(packed)
+    return frozenset(found)
+
+
 def containment(a: frozenset[int], b: frozenset[int]) -> float:
     smaller = min(len(a), len(b))
     return len(a & b) / smaller if smaller else 0.0
@@ -113,34 +129,37 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
     shingles that some other candidate has too propose the leaders to compare it with, and
     the :data:`CHECKED` leaders they name most are compared exactly; a leader keeps only the
     shingles another candidate has, and its feature count."""
-    first = [features(member.words) for member in _bounded(members(), SMALL_LEDGER)]
+    first = [member.features() for member in _bounded(members(), SMALL_LEDGER)]
     if len(first) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
         slots = 1 << max(10, (64 * len(first)).bit_length())
         feature_sets: Iterable[frozenset[int]] = first
     else:
         slots, first = _DF_SLOTS, []
-        feature_sets = (features(member.words) for member in members())
-    counts = array("I", bytes(4 * slots))
+        feature_sets = (member.features() for member in members())
+    # How many candidates have each shingle, counted per slot (hash modulo slots): exact
+    # counts first (in C), then added into their slots.
+    exact: Counter[int] = Counter()
     total = 0
     for feats in feature_sets:
         total += 1
-        for h in feats:
-            counts[h % slots] += 1
+        exact.update(feats)
+    counts = array("I", bytes(4 * slots))
+    for h, count in exact.items():
+        counts[h % slots] += count
+    del exact
     cap = max(MIN_COMMON, math.ceil(COMMON_SHARE * total))
     leaders: list[tuple[str, str, frozenset[int], int]] = []
     postings: dict[int, list[int]] = {}
     joined: dict[str, str] = {}
     for position, member in enumerate(members()):
-        feats = first[position] if first else features(member.words)
+        feats = first[position] if first else member.features()
         kept = [h for h in feats if counts[h % slots] <= cap]
         if len(kept) < MIN_FEATURES:
             continue
         shared = frozenset(h for h in kept if counts[h % slots] >= 2)
         voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % slots], h))
-        votes: Counter[int] = Counter()
-        for h in voters:
-            votes.update(postings.get(h, ()))
-        best = sorted(votes, key=lambda index: (-votes[index], index))[:CHECKED]
+        votes = Counter(chain.from_iterable(postings.get(h, ()) for h in voters))
+        best = [index for _, index in sorted([(-count, index) for index, count in votes.items()])[:CHECKED]]
         leader = None
         for index in sorted(best):  # the first of them in ledger order that is similar enough
             lead_id, lead_session, lead_shared, lead_count = leaders[index]

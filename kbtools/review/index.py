@@ -52,7 +52,7 @@ from kbtools.review.rows import Row
 
 INDEX_FILE = "search-index.sqlite"
 STAMP_FILE = "search-index.stamp"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights: a word in the topic or goal says more than one in a long reply.
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
@@ -75,7 +75,8 @@ CREATE TABLE candidate(
     cluster_id TEXT NOT NULL DEFAULT '',
     cluster_size INTEGER NOT NULL DEFAULT 1,
     title TEXT NOT NULL,
-    first_seen TEXT NOT NULL
+    first_seen TEXT NOT NULL,
+    features BLOB NOT NULL
 );
 CREATE INDEX candidate_line ON candidate(line_hash);
 CREATE VIRTUAL TABLE candidate_fts USING fts5(topic, goal, body, conclusions, tokenize='{TOKENIZER}');
@@ -379,9 +380,10 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
                 _delete(con, "candidate", [prior[0]])
                 first_seen[cid] = prior[1]
+            columns = _candidate_columns(row)
             cur = con.execute(
                 "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
-                " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " position, title, first_seen, features) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     cid,
                     digest,
@@ -393,11 +395,12 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
                     position,
                     candidate_title(row),
                     first_seen.get(cid, run),
+                    _cluster_features(columns),
                 ),
             )
             con.execute(
                 "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
-                (cur.lastrowid, *_candidate_columns(row)),
+                (cur.lastrowid, *columns),
             )
             added += cid not in first_seen
     removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
@@ -441,16 +444,25 @@ def _recluster(con: sqlite3.Connection) -> None:
 
     def members() -> Iterator[Member]:
         rows = con.execute(
-            "SELECT c.candidate_id, c.session_key, f.goal || ' ' || f.conclusions"
-            " FROM candidate c JOIN candidate_fts f ON f.rowid = c.id"
-            " WHERE c.decision != 'duplicate' ORDER BY c.position"  # an exact duplicate is marked, not clustered
+            "SELECT candidate_id, session_key, features FROM candidate"
+            " WHERE decision != 'duplicate' ORDER BY position"  # an exact duplicate is marked, not clustered
         )
-        for cid, session, body in rows:
-            yield Member(cid, session, body.encode("utf-8").split())
+        for cid, session, found in rows:
+            yield Member(cid, session, [], found)
 
     after = clusters(members)
     changes = [(*after.get(cid, ("", 1)), cid) for cid, was in before.items() if after.get(cid, ("", 1)) != was]
     con.executemany("UPDATE candidate SET cluster_id = ?, cluster_size = ? WHERE candidate_id = ?", changes)
+
+
+def _cluster_features(columns: tuple[str, str, str, str]) -> bytes:
+    """A candidate's clustering features (:func:`kbtools.review.clusters.features` of the
+    normalised words of its prompt and conclusions), stored with it: a re-clustering of the
+    whole ledger after a run reads them instead of shingling every candidate again."""
+    from kbtools.review.clusters import features, pack
+
+    _, goal, _, conclusions = columns
+    return pack(features(f"{goal} {conclusions}".encode().split()))
 
 
 def _cluster_counts(con: sqlite3.Connection) -> tuple[int, int]:
