@@ -227,11 +227,21 @@ def test_each_family_is_reported_as_its_own_kind(family):
 @settings(max_examples=300, deadline=None)
 @given(texts)
 def test_anchored_rules_find_what_a_full_scan_finds(text):
+    """The keyword prefilter and anchored matching find the spans that every rule run over
+    the whole text finds. Compared before what ``spans`` adds afterwards for both alike (the
+    allow-list, echoes of a value found: ``token=token=token`` echoes ``token=token``)."""
     redactor = Redactor()
     scanned = [
         span for index, rule in enumerate(redactor.rules) for span in redactor._rule_spans(text, None, index, rule)
     ]
-    assert redactor.spans(text) == (redactor._merge(scanned) if scanned else [])
+    found = list(redactor._raw_spans(text, tuple(range(len(redactor.rules)))))
+    assert (redactor._merge(found) if found else []) == (redactor._merge(scanned) if scanned else [])
+
+
+def test_a_value_found_is_redacted_where_it_is_echoed_too():
+    """The case the property above met: the assignment's value ``token=token`` stands
+    again at the start of the text, and that echo is redacted with it."""
+    assert [(s.start, s.end) for s in Redactor().spans("token=token=token")] == [(0, 17)]
 
 
 # --- hostile input ------------------------------------------------------------------------
