@@ -52,6 +52,7 @@ CHECKED = 8  # leaders compared exactly, the ones most proposed
 COMMON_SHARE = 0.01
 MIN_COMMON = 3
 _DF_SLOTS = 1 << 22  # counts of shingle hashes modulo this (collisions only make a count higher)
+_FLUSH_AT = 1 << 18  # distinct shingle hashes counted exactly before they go into their slots
 SMALL_LEDGER = 2_000  # up to this many candidates, features are computed once and kept
 SHINGLE_SIZES = (1, 2)
 MIN_WORD = 3
@@ -137,16 +138,23 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
         slots, first = _DF_SLOTS, []
         feature_sets = (member.features() for member in members())
     # How many candidates have each shingle, counted per slot (hash modulo slots): exact
-    # counts first (in C), then added into their slots.
+    # counts first (in C), added into their slots whenever they hold _FLUSH_AT hashes, so
+    # memory stays bounded however long the ledger.
+    counts = array("I", bytes(4 * slots))
     exact: Counter[int] = Counter()
+
+    def flush() -> None:
+        for h, count in exact.items():
+            counts[h % slots] += count
+        exact.clear()
+
     total = 0
     for feats in feature_sets:
         total += 1
         exact.update(feats)
-    counts = array("I", bytes(4 * slots))
-    for h, count in exact.items():
-        counts[h % slots] += count
-    del exact
+        if len(exact) >= _FLUSH_AT:
+            flush()
+    flush()
     cap = max(MIN_COMMON, math.ceil(COMMON_SHARE * total))
     leaders: list[tuple[str, str, frozenset[int], int]] = []
     postings: dict[int, list[int]] = {}
