@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -41,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchenv import RUN_ENV, compile_package, kb_command, run_child  # noqa: E402
 from corpus import agents_in, ingest_flags, store_size  # noqa: E402
 from corpus.append import append_turns  # noqa: E402
+from ingest_ab import snapshot  # noqa: E402
 
 SUMMARY_KEYS = (
     "discovered",
@@ -125,10 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds = []
         for number in range(warm + runs):
             if runs > 1 and number == warm:  # every timed run starts from these ledgers
-                shutil.copytree(ledgers, before, copy_function=_snapshot)
+                snapshot(ledgers, before)
             elif runs > 1 and number > warm:
-                shutil.rmtree(ledgers)
-                shutil.copytree(before, ledgers, copy_function=_snapshot)
+                snapshot(before, ledgers)
             result = run_phase(phase, cmd, kb, session_bytes(), logs)
             print(json.dumps(result), flush=True)
             failed |= result["exit"] != 0
@@ -142,15 +141,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
     return 1 if failed else 0
-
-
-def _snapshot(src: str, dst: str) -> None:
-    """A run replaces the files it writes, except the extraction memos, which it appends
-    to: those are copied, the rest linked."""
-    if Path(src).name == "extraction-memo.bin":  # written by versions with extraction memos
-        shutil.copy2(src, dst)
-    else:
-        os.link(src, dst)
 
 
 if __name__ == "__main__":
