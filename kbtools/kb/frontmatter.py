@@ -174,16 +174,17 @@ def load_yaml_mapping(block: str, *, first_line: int = 1) -> dict[str, Any]:
         return {}
     # The usual block first, with nothing else around it (12,000 of them per lint): far under
     # the size bound (check_size cannot refuse it) and nothing for the full constructor.
-    tried = len(block) * 4 <= MAX_FRONTMATTER_BYTES and not _needs_full_constructor(block)
-    if tried and (simple := _simple_load(block)) is not None:
+    full = _needs_full_constructor(block)
+    small = len(block) * 4 <= MAX_FRONTMATTER_BYTES
+    if small and not full and (simple := _simple_load(block)) is not None:
         return simple
     from kbtools.safeyaml import YamlLimitError, check_size
 
     try:
         check_size(block, MAX_FRONTMATTER_BYTES)
-        if _needs_full_constructor(block):
+        if full:
             data = _full_load(block)
-        elif not tried and (simple := _simple_load(block)) is not None:
+        elif not small and (simple := _simple_load(block)) is not None:  # not tried above
             return simple
         elif _lean_parser_class() is not None:
             data = _lean_load(block)

@@ -209,8 +209,8 @@ def _entries_by_line(text: str) -> dict[str, str]:
 def removed_entries(old: str, new: str) -> list[str]:
     """Lines of manifest text ``old`` whose entry (path → sha) ``new`` does not hold:
     removed or changed. Re-sorting lines and normalising their layout removes nothing."""
-    if new.startswith(old) and (not old or old.endswith("\n")):
-        return []  # lines only appended (the usual commit): every old line is still there
+    if _only_appended(old, new):
+        return []  # the usual commit: every old line is still there
     kept = {entry_key(line) for line in new.split("\n") if line.strip()}
     return [line.rstrip() for line in old.split("\n") if line.strip() and entry_key(line) not in kept]
 
@@ -221,9 +221,14 @@ def appended_rels(manifest: Manifest, old: str) -> set[str] | None:
     begins line for line (the usual commit: lines appended), the entries after them. None
     when that cannot be told so."""
     text = manifest.plain_text
-    if text is None or not text.startswith(old) or (old and not old.endswith("\n")):
+    if text is None or not _only_appended(old, text):
         return None
     return {e.rel for e in manifest.entries[old.count("\n") :]}
+
+
+def _only_appended(old: str, new: str) -> bool:
+    """Manifest text ``new`` is ``old`` with whole lines appended (``old`` ends its last line)."""
+    return new.startswith(old) and (not old or old.endswith("\n"))
 
 
 def changed_entries(old: str, new: str) -> list[str]:
@@ -238,8 +243,9 @@ def changed_entries(old: str, new: str) -> list[str]:
 
 
 # Path components each start with a word character or a dash; written so the engine never backtracks.
-_PLAIN_LINE = re.compile(r"([0-9a-f]{64})[ \t]+([\w-][\w.-]*(?:/[\w-][\w.-]*)*)")
-_PLAIN_LINES = re.compile(r"^(([0-9a-f]{64})[ \t]+([\w-][\w.-]*(?:/[\w-][\w.-]*)*))$", re.MULTILINE)
+_PLAIN = r"([0-9a-f]{64})[ \t]+([\w-][\w.-]*(?:/[\w-][\w.-]*)*)"  # sha, path
+_PLAIN_LINE = re.compile(_PLAIN)
+_PLAIN_LINES = re.compile(rf"^({_PLAIN})$", re.MULTILINE)  # line, sha, path
 
 
 def _plain_lines(text: str) -> list[tuple[str, str, str]] | None:

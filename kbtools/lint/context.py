@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,7 +32,7 @@ from kbtools.gitio import BlobReader, IndexEntry, RepoState, index_entries, repo
 from kbtools.kb.frontmatter import Frontmatter, FrontmatterError, parse_frontmatter
 from kbtools.kb.layout import Layout
 from kbtools.kb.manifest import Manifest, parse_manifest
-from kbtools.kb.tree import KbFile, Layer, layer_from_paths, read_regular, scan_layer
+from kbtools.kb.tree import KbFile, Layer, layer_from_paths, open_regular, read_regular, scan_layer
 from kbtools.lint.history import History, LintMode, Step, load_history
 from kbtools.lint.problem import Problem
 
@@ -93,36 +92,22 @@ class FileSource:
             self._reader = None
 
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-
-
 def _read_small(path: str) -> bytes | None:
     """The bytes of a regular file smaller than :data:`CHUNK` in one read; None for a larger
     one (or one that grew since its size was read); OSError like :func:`_file_chunks`."""
-    fd = os.open(path, _OPEN_FLAGS)
+    fd, size = open_regular(path, follow=False)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        if info.st_size >= CHUNK:
+        if size >= CHUNK:
             return None
-        data = os.read(fd, info.st_size + 1)
-        return data if len(data) <= info.st_size else None
+        data = os.read(fd, size + 1)
+        return data if len(data) <= size else None
     finally:
         os.close(fd)
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:
     """A regular file in pieces; OSError (at once, not on first iteration) for anything else."""
-    fd = os.open(path, _OPEN_FLAGS)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return _drain(fd, info.st_size)
+    return _drain(*open_regular(path, follow=False))
 
 
 def _drain(fd: int, size: int) -> Iterator[bytes]:

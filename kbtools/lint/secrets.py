@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 from collections.abc import Iterable, Iterator
 
 from kbtools.lint.problem import Problem
@@ -21,26 +22,29 @@ def secret_problems(changes: Iterable[tuple[str, Iterable[tuple[int, str]]]]) ->
     """One problem per (file, line, kind) with a credential, in file and line order. The
     redaction engine is imported only when there is a line to scan (a lint of an unchanged
     KB has none)."""
+    blocks = ((rel, first_line, block) for rel, lines in changes for first_line, block in _blocks(lines))
+    first = next(blocks, None)  # streamed: a 12 MB staged file is never held whole
+    if first is None:
+        return []
+    from kbtools.redact import find_secrets
+
     seen: set[tuple[str, int, str]] = set()
     problems: list[Problem] = []
-    for rel, lines in changes:
-        for first_line, block in _blocks(lines):
-            from kbtools.redact import find_secrets
-
-            hits = find_secrets(block)
-            if not hits:
+    for rel, first_line, block in itertools.chain((first,), blocks):
+        hits = find_secrets(block)
+        if not hits:
+            continue
+        starts = _line_starts(block)
+        for hit in hits:
+            line = first_line + bisect.bisect_right(starts, hit.start) - 1
+            key = (rel, line, hit.kind)
+            if key in seen:
                 continue
-            starts = _line_starts(block)
-            for hit in hits:
-                line = first_line + bisect.bisect_right(starts, hit.start) - 1
-                key = (rel, line, hit.kind)
-                if key in seen:
-                    continue
-                seen.add(key)
-                message = f"secret in {rel}:{line} ({hit.kind})"  # never the secret itself
-                # The baseline knows the finding by a hash of the value, so it outlives moved lines.
-                identity = f"{hit.kind}:{hashlib.sha256(block[hit.start : hit.end].encode()).hexdigest()}"
-                problems.append(Problem(check=CHECK, message=message, path=rel, line=line, identity=identity))
+            seen.add(key)
+            message = f"secret in {rel}:{line} ({hit.kind})"  # never the secret itself
+            # The baseline knows the finding by a hash of the value, so it outlives moved lines.
+            identity = f"{hit.kind}:{hashlib.sha256(block[hit.start : hit.end].encode()).hexdigest()}"
+            problems.append(Problem(check=CHECK, message=message, path=rel, line=line, identity=identity))
     problems.sort(key=lambda p: (p.path or "", p.line or 0, p.message))
     return problems
 
