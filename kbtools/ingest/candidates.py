@@ -347,7 +347,7 @@ def _turn_candidates(
         # text (NFKC changes nothing) the keyword tokens are the same words.
         text_words = whole_words if text == whole else set(tokens) if text.isascii() else None
         # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
-        piece_words = text_words if text_words is not None and text.isascii() else None
+        piece_words = text_words if text.isascii() else None
         fields = knowledge_fields(user_goal(turn), chunk.pieces, text, text_words, piece_words)
         evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
         confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)

@@ -971,8 +971,13 @@ WORD_CHARS = string.ascii_letters + string.digits + "_"
 
 
 def _body_not_placeholder(shape: str) -> Accept:
+    skip = -1  # the literal prefix's length, from the shape on the rule's first hit
+
     def accept(hit: Candidate, config: RedactionConfig) -> bool:
-        return not is_placeholder_token(hit.value[len(prefix(shape)) :])
+        nonlocal skip
+        if skip < 0:
+            skip = len(prefix(shape))
+        return not is_placeholder_token(hit.value[skip:])
 
     return accept
 

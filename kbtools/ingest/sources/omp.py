@@ -255,12 +255,10 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
 
 
 def _shape() -> Callable[[bytes], Any] | None:
-    """The OMP line shape (msgspec, imported here: not for discovery); without the
-    package every line is decoded whole — same records, slower."""
-    try:
-        from kbtools.ingest.sources._shapes import omp_line
-    except ImportError:  # pragma: no cover - msgspec is a dependency; this keeps a bare install working
-        return None
+    """The OMP line shape (msgspec, imported here: not for discovery); None would decode
+    every line whole — same records, slower."""
+    from kbtools.ingest.sources._shapes import omp_line
+
     return omp_line()
 
 

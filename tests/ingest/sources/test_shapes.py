@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from kbtools.ingest.model import SourceSettings
+from kbtools.ingest.sources import _shapes as shapes_module
 from kbtools.ingest.sources import omp
 from kbtools.ingest.sources._jsonl import JsonlScan
-
-shapes_module = pytest.importorskip("kbtools.ingest.sources._shapes")  # needs msgspec
 
 HEADER = '{"type":"session","version":3,"id":"s-1","cwd":"/home/alice/p","timestamp":"2026-03-01T09:00:00Z"}'
 
