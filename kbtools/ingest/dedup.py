@@ -89,10 +89,6 @@ class StoredKeys(NamedTuple):
     def markings(self) -> list[tuple[object, object]]:
         return list(zip(self.decisions, self.duplicates_of))
 
-    def plain(self) -> tuple[tuple[object, ...], ...]:
-        """As a plain tuple (marshal takes no tuple subclass)."""
-        return tuple(self)
-
     def marked(self, markings: Sequence[tuple[object, object]]) -> StoredKeys:
         return self._replace(decisions=tuple(d for d, _ in markings), duplicates_of=tuple(u for _, u in markings))
 
@@ -169,8 +165,7 @@ def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:
     counts need no more, and the texts are not kept."""
     out = []
     for text in texts:
-        # normalize_text, without NFKC for ASCII text (the same result).
-        norm = " ".join(text.lower().split()) if text.isascii() else normalize_text(text)
+        norm = normalize_text(text)
         if len(norm) >= 40:
             out.append(hashlib.blake2b(norm.encode("utf-8", "replace"), digest_size=16).digest())
     return tuple(out)

@@ -33,17 +33,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from kbtools.errors import KbError
-from kbtools.fsio import (
-    atomic_write_text,
-    ensure_private_dir,
-)
-from kbtools.ingest.rows import (
-    LEDGERS,
-    RUN_TAG,
-    decode,
-)
-
-_CANDIDATE_REQUIRED = ("candidate_id", "text", "fingerprint")
+from kbtools.ingest.rows import LEDGERS, RUN_TAG, decode, required_fields
 
 LOCK_FILE = ".lock"
 SUMMARY_FILE = "run-summary.md"
@@ -110,7 +100,7 @@ def restamped(line: bytes, run_at: bytes) -> bytes | None:
 
 _SOURCE_KEY = b'"source_key":"'
 _RUN_KEY = b'"' + RUN_TAG.encode() + b'":"'
-_CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in _CANDIDATE_REQUIRED)
+_CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in required_fields("candidates"))
 
 
 def candidate_keys(line: bytes) -> tuple[str | None, str | None]:
@@ -131,12 +121,6 @@ def candidate_keys(line: bytes) -> tuple[str | None, str | None]:
             return None, None
         values.append(value.decode("ascii"))
     return (values[0], values[1]) if values[0] else (None, None)
-
-
-# --------------------------------------------------------------------------- prior state
-
-
-# --------------------------------------------------------------------------- writers
 
 
 class Segment(NamedTuple):
@@ -182,11 +166,3 @@ def remove_stale_files(output_dir: Path) -> None:
             path.unlink()
         except OSError:
             pass
-
-
-def write_private_text(path: Path, text: str) -> None:
-    ensure_private_dir(path.parent)
-    atomic_write_text(path, text)
-
-
-# --------------------------------------------------------------------------- lock

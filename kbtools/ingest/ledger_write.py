@@ -1,6 +1,6 @@
-"""Writing the ledgers: a dry run's sink (:class:`LedgerSink`) and ``--write``'s
-(:class:`WriteSink`): final ledgers streamed to temp files and renamed into place at the
-end, progress appended to the journal (see :mod:`kbtools.ingest.ledger`).
+"""Writing the ledgers (``--write``; a dry run writes none): final ledgers streamed to temp
+files and renamed into place at the end, progress appended to the journal (see
+:mod:`kbtools.ingest.ledger`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, temp_path_for, write_all
-from kbtools.ingest.caches import write_ledger_index
+from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, stat_key, temp_path_for, write_all
+from kbtools.ingest import caches
 from kbtools.ingest.dedup import DedupKey
 from kbtools.ingest.ledger import Row, Segment, crash_point, ledger_path
 from kbtools.ingest.ledger_read import manifest_entry
@@ -79,30 +79,8 @@ class SourceRows:
         return [dumps(row) for row in self.candidates]
 
 
-class LedgerSink:
-    """A dry run: rows are counted by the pipeline and go nowhere."""
-
-    def emit(self, rows: SourceRows, *, journal: bool) -> None:
-        pass
-
-    @property
-    def pending(self) -> bool:
-        """Rows journalled since the last :meth:`persist_partial`."""
-        return False
-
-    def persist_partial(self) -> None:
-        pass
-
-    def commit(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-
-def _copy_range(src: int, dst: int, start: int, end: int) -> int:
-    """Append ``src[start:end]`` to ``dst`` (in the kernel where it can); the bytes copied."""
-    total = end - start
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    """Append ``src[start:end]`` to ``dst`` (in the kernel where it can)."""
     while start < end:
         try:
             done = os.copy_file_range(src, dst, end - start, start)
@@ -115,10 +93,9 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> int:
             write_all(dst, data)
             break
         start += done
-    return total
 
 
-class WriteSink(LedgerSink):
+class WriteSink:
     """``--write``: final ledgers streamed to temp files, progress appended to the journal."""
 
     def __init__(self, output_dir: Path, run_id: str) -> None:
@@ -138,10 +115,9 @@ class WriteSink(LedgerSink):
         self._written = 0
         self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
         self._digests: dict[str, str] = {}
-        # The rest of the ledger index: manifest entries, rejected and event row starts.
+        # The rest of the ledger index: each manifest row's entry, offset and length.
         self._entries: list[tuple[tuple[object, ...], int, int]] = []
-        self._starts: dict[str, dict[str, list[int]]] = {"rejected": {}, "events": {}}
-        self._sizes = {"manifest": 0, "rejected": 0, "events": 0}
+        self._manifest_size = 0
         # What every rows_digest of this run was computed under (set by the pipeline).
         self.digest_context = ""
         self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
@@ -173,22 +149,14 @@ class WriteSink(LedgerSink):
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in (("rejected", rows.rejected), ("events", rows.events)):
-            if not items:
-                continue
-            starts = self._starts[name]
-            data = []
-            for row in items:
-                line = dumps(row)
-                starts.setdefault(row["source_key"], []).append(self._sizes[name])
-                self._sizes[name] += len(line)
-                data.append(line)
+            data = [dumps(row) for row in items]
             self._final[name].write(b"".join(data))
             if journal:
                 self._pending[name].extend(map(self._tagged, data))
         line = rows.manifest_line if rows.manifest_line is not None else dumps(rows.manifest)
         entry = rows.entry if rows.entry is not None else manifest_entry(rows.manifest)
-        self._entries.append((entry, self._sizes["manifest"], len(line)))
-        self._sizes["manifest"] += len(line)
+        self._entries.append((entry, self._manifest_size, len(line)))
+        self._manifest_size += len(line)
         self._final["manifest"].write(line)
         if journal:
             self._pending["manifest"].append(self._tagged(line))
@@ -255,15 +223,11 @@ class WriteSink(LedgerSink):
             ledger_path(self.output_dir, name, partial=True).unlink(missing_ok=True)
             crash_point(f"unlink-{name}")
         fsync_dir(self.output_dir)
-        write_ledger_index(
-            self.output_dir,
-            {
-                "manifest": (written["manifest"], self._entries),
-                "candidates": (written["candidates"], (self.digest_context, self._digests, self._spans)),
-                "rejected": (written["rejected"], self._starts["rejected"]),
-                "events": (written["events"], self._starts["events"]),
-            },
-        )
+        index = {
+            "manifest": (stat_key(written["manifest"]), self._entries),
+            "candidates": (stat_key(written["candidates"]), (self.digest_context, self._digests, self._spans)),
+        }
+        caches.write(self.output_dir, caches.LEDGER_INDEX_FILE, index)
 
     def abort(self) -> None:
         """Every temp file closed and removed; what cannot be written now (a full disk) is

@@ -24,9 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-# Tools, in the reference's loader order (then the additions).
-TOOLS = ("omp", "opencode", "codex", "hindsight", "claude")
-
 
 class Record(NamedTuple):
     """One message. The records of this module are named tuples: a class made by

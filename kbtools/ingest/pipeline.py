@@ -43,7 +43,7 @@ from kbtools.ingest.extract import (
 )
 from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.ledger_read import PriorState
-from kbtools.ingest.ledger_write import LedgerSink, SourceRows, WriteSink
+from kbtools.ingest.ledger_write import SourceRows, WriteSink
 from kbtools.ingest.lock import IngestLock
 from kbtools.ingest.model import SourceRef, SourceSettings
 from kbtools.ingest.reemit import digest_context, dropped_on_carry, prior_rows, rows_digest
@@ -75,10 +75,6 @@ class IngestRequest(NamedTuple):
 def new_run_id(moment: datetime) -> str:
     """Unique per run (the reference used the date alone, so a day's runs shared one id)."""
     return f"kb-ingest-{moment.strftime('%Y%m%dT%H%M%S')}{moment.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def load_derived_filter(
@@ -227,7 +223,7 @@ def run_ingest(
     """``progress`` is called with the number of sources done after each; ``on_discovered``,
     if given, once with the number of sources found before any is read (discovery is then
     finished first, so that a progress bar has its total)."""
-    started = _now()
+    started = datetime.now(UTC)
     run_id = new_run_id(started)
     run_at = iso_moment(started)
     config = request.config
@@ -242,33 +238,30 @@ def run_ingest(
             lock.release()
         raise
     prior = PriorState()
-    sink: LedgerSink = LedgerSink()
+    sink: WriteSink | None = None
     pool: WorkerPool | None = None
     try:
         prior = PriorState.load(out)
-        notes = NoteIndex.load(request.layout.note_root)
-        dkey = derived_key(derived)
         ctx = ProcessContext(
             settings=request.settings,
             redactor=redactor,
             derived=derived,
-            notes=notes,
+            notes=NoteIndex.load(request.layout.note_root),
             prior=prior.by_identity,
             max_candidate=config.ingest.max_candidate,
             max_text=request.settings.max_text,
             run_at=run_at,
             by_locator=prior.by_locator,
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
-            derived_key=dkey,
+            derived_key=derived_key(derived),
         )
         pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
         if request.write:
             ledger.remove_stale_files(out)
             sink = WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
-        counts = Counts()
-        dedup = Deduplicator()
-        state = _RunState(run_id, request, sink, counts, dedup, ctx)
+        state = _RunState(run_id, run_at, request, sink, ctx, prior)
+        counts = state.counts
         refs = discover(request.settings)
         if on_discovered is not None:
             found = list(refs)
@@ -276,7 +269,7 @@ def run_ingest(
             refs = iter(found)
         for outcome in outcomes(refs, ctx, pool):
             counts.discovered += 1
-            state.take(outcome, prior, run_at)
+            state.take(outcome)
             if state.journalled >= PARTIAL_EVERY:
                 state.persist()
             if progress is not None:
@@ -304,20 +297,21 @@ def run_ingest(
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
         state.persist()
-        finished = _now()
-        summary = summary_of(run_id, started, finished, not request.write, counts, dedup, prior, derived_settings)
-        if request.write:
+        summary = summary_of(
+            run_id, started, datetime.now(UTC), sink is None, counts, state.dedup, prior, derived_settings
+        )
+        if sink is not None:
             sink.commit()
             if state.key_cache != prior.key_cache:
-                caches.write_key_cache(out, state.key_cache)
+                caches.write(out, caches.KEY_CACHE_FILE, state.key_cache)
             write_reports(out, request.layout.checkpoint, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
-    except OSError as exc:
-        sink.abort()
-        where = exc.filename if isinstance(exc.filename, str) else str(out)
-        raise KbError(f"cannot write the ingest ledgers: {exc.strerror or exc}", where) from None
-    except BaseException:
-        sink.abort()
+    except BaseException as exc:
+        if sink is not None:
+            sink.abort()
+        if isinstance(exc, OSError):
+            where = exc.filename if isinstance(exc.filename, str) else str(out)
+            raise KbError(f"cannot write the ingest ledgers: {exc.strerror or exc}", where) from None
         raise
     finally:
         if pool is not None:
@@ -333,18 +327,16 @@ class _RunState:
     def __init__(
         self,
         run_id: str,
+        run_at: str,
         request: IngestRequest,
-        sink: LedgerSink,
-        counts: Counts,
-        dedup: Deduplicator,
+        sink: WriteSink | None,
         ctx: ProcessContext,
+        prior: PriorState,
     ) -> None:
-        self.run_id = run_id
-        self.ctx = ctx
-        self.request = request
-        self.sink = sink
-        self.counts = counts
-        self.dedup = dedup
+        self.run_id, self.run_at, self.request, self.ctx, self.prior = run_id, run_at, request, ctx, prior
+        self.sink = sink  # None: a dry run
+        self.counts = Counts()
+        self.dedup = Deduplicator()
         self.seen: set[str] = set()
         self.discovered: set[str] = set()
         self.failed_tools: set[str] = set()
@@ -358,108 +350,92 @@ class _RunState:
         self.journalled = 0
         self.key_cache: dict[str, bytes] = {}
 
-    def take(self, outcome: UnitOutcome, prior: PriorState, run_at: str) -> None:
+    def take(self, outcome: UnitOutcome) -> None:
         if outcome.source_key in self.emitted:
             return  # the same source (same identity and bytes) found twice, e.g. a copied file
         self.discovered.add(outcome.identity)
-        if outcome.rows is not None and (outcome.failed or outcome.rows.manifest["format"] == "unavailable"):
+        digest = outcome.reuse
+        if digest is not None:
+            tool, record_type, unavailable = digest.tool, digest.record_type, False
+        else:
+            assert outcome.rows is not None
+            manifest = outcome.rows.manifest
+            tool, record_type, unavailable = (
+                manifest["tool"],
+                manifest["record_type"],
+                manifest["format"] == "unavailable",
+            )
+        if outcome.failed or unavailable:
             # --prune keeps this tool's rows: its store was not read (a missing
             # store may be a moved one or an unset CODEX_HOME, not deleted sessions).
-            self.failed_tools.add(outcome.rows.manifest["tool"])
+            self.failed_tools.add(tool)
         if not outcome.failed:
             # A failed read does not supersede what earlier runs kept of this source.
             self.seen.add(outcome.identity)
-            tool = (
-                outcome.reuse.tool
-                if outcome.reuse is not None
-                else outcome.rows.manifest["tool"]
-                if outcome.rows
-                else ""
-            )
-            if tool and (outcome.rows is None or outcome.rows.manifest["format"] != "unavailable"):
+            if not unavailable:
                 self.read_tools.add(tool)
-        if outcome.reuse is not None:
-            # Resuming an interrupted run: what it processed counts as processed, so
-            # the ledgers equal those of an uninterrupted run.
-            digest = outcome.reuse
-            status = digest.parse_status if digest.from_journal else "unchanged"
-            # An unread source's locator and version are the prior row's (the stat cache said so).
-            rows = prior_rows(
-                prior,
-                digest,
-                self.ctx,
-                run_at=run_at,
-                status=status,
-                skip_reason=None,
-                created_at=outcome.created_at,
-                updated_at=outcome.updated_at,
-                locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key),
-            )
-            self.counts.reused_unread += outcome.unread
-            # Unchanged rows are already in the prior ledgers: journal them only if they changed.
-            self.emit(rows, journal=rows.internal_dropped > 0)
-        else:
+        if record_type == "prompt-history":
+            self.prompt_tools.add(tool)
+        self.last_key = outcome.source_key
+        if digest is None:
             assert outcome.rows is not None
             self.emit(outcome.rows, journal=True)
-        row = outcome.rows.manifest if outcome.rows is not None else None
-        if row is not None and row["record_type"] == "prompt-history":
-            self.prompt_tools.add(row["tool"])
-        elif outcome.reuse is not None and outcome.reuse.record_type == "prompt-history":
-            self.prompt_tools.add(outcome.reuse.tool)
-        self.last_key = outcome.source_key
+            return
+        # Resuming an interrupted run: what it processed counts as processed, so
+        # the ledgers equal those of an uninterrupted run.
+        rows = prior_rows(
+            self.prior,
+            digest,
+            self.ctx,
+            run_at=self.run_at,
+            status=digest.parse_status if digest.from_journal else "unchanged",
+            skip_reason=None,
+            created_at=outcome.created_at,
+            updated_at=outcome.updated_at,
+            # An unread source's locator and version are the prior row's (the stat cache said so).
+            locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key),
+        )
+        self.counts.reused_unread += outcome.unread
+        # Unchanged rows are already in the prior ledgers: journal them only if they changed.
+        self.emit(rows, journal=rows.internal_dropped > 0)
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
+        """``rows`` marked for duplicates, counted and written to the sink."""
         self.emitted.add(rows.manifest["source_key"])
         rows = pack_rows(rows)
         if rows.stored_keys is not None:
             stored = StoredKeys._make(rows.stored_keys)
-            duplicates, twins = self.dedup.mark_stored(stored)
-            if twins is None:  # every line keeps its marking: written as it is
-                self._write(rows, rows.lines_digest, rows.stored_blob, duplicates, journal=journal)
-                return
-            marks: list[tuple[object, object]] = [marking(twin) for twin in twins]
-            written = stored.markings
-            stored = stored.marked(marks)
         else:
-            keys = rows.candidate_keys
-            marks = [marking(self.dedup.mark(key)) for key in keys]
-            written = [key.marking for key in keys]
-            stored = StoredKeys.of(keys, marks)
-        remarked = marks != written
-        if rows.segment is not None and remarked:
-            rows.materialize()  # rare: a line to mark again must be read
-        duplicates = 0
-        lines: list[bytes | None] = []
-        for line, mark, was in zip(rows.candidate_lines, marks, written):
-            duplicates += mark[0] == "duplicate"
-            if mark != was:  # rare: parse, mark, serialise again
-                assert line is not None
-                candidate = json.loads(line)
-                candidate["decision"], candidate["duplicate_of"] = mark
-                line = dumps(candidate)
-            lines.append(line)
-        rows.candidate_lines = lines
+            stored = StoredKeys.of(rows.candidate_keys, [key.marking for key in rows.candidate_keys])
+        duplicates, twins = self.dedup.mark_stored(stored)
         # Trusted lines written back as they are keep the digest they were checked against.
-        digest = (
-            rows.lines_digest
-            if rows.lines_digest and not remarked
-            else rows_digest((line for line in lines if line is not None), self.ctx.derived_key)
-        )
-        blob = marshal.dumps(stored.plain())  # type: ignore[arg-type]
-        self._write(rows, digest, blob, duplicates, journal=journal)
-
-    def _write(self, rows: SourceRows, digest: str, keys_blob: bytes, duplicates: int, *, journal: bool) -> None:
-        """``rows`` to the sink: their candidate lines, ``duplicates`` of them marked so, are
-        as ``digest`` says, and ``keys_blob`` is their :class:`StoredKeys` for the key cache."""
+        digest, blob = rows.lines_digest, rows.stored_blob
+        if twins is not None:  # rare: lines to mark again (read, parsed, serialised again)
+            rows.materialize()
+            marks = [marking(twin) for twin in twins]
+            lines: list[bytes | None] = []
+            for line, mark, was in zip(rows.candidate_lines, marks, stored.markings):
+                if mark != was:
+                    assert line is not None
+                    candidate = json.loads(line)
+                    candidate["decision"], candidate["duplicate_of"] = mark
+                    line = dumps(candidate)
+                lines.append(line)
+            rows.candidate_lines = lines
+            stored = stored.marked(marks)
+            digest, blob = "", b""
+        if not digest:
+            digest = rows_digest((line for line in rows.candidate_lines if line is not None), self.ctx.derived_key)
         if rows.manifest["rows_digest"] != digest:
             rows.full_manifest()["rows_digest"] = digest
-        self.key_cache[digest] = keys_blob
+        self.key_cache[digest] = blob or marshal.dumps(tuple(stored))  # type: ignore[arg-type]
         self.counts.add(rows, duplicates)
-        self.sink.emit(rows, journal=journal)
+        if self.sink is not None:
+            self.sink.emit(rows, journal=journal)
         self.journalled += journal
 
     def persist(self) -> None:
-        if not self.request.write or not self.sink.pending:
+        if self.sink is None or not self.sink.pending:
             return  # nothing new since the last checkpoint (an unchanged rerun writes none)
         self.sink.persist_partial()
         self.batches += 1

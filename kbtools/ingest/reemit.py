@@ -25,7 +25,7 @@ from kbtools.ingest.extract import (
 )
 from kbtools.ingest.hashing import fingerprint, hash_identifier
 from kbtools.ingest.ledger import Row, stat_json
-from kbtools.ingest.ledger_read import PriorSource, PriorState
+from kbtools.ingest.ledger_read import ENTRY_FIELDS, MANIFEST_DEFAULTS, PriorSource, PriorState
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.reuse import CURRENT_RULES
 from kbtools.redact import REDACTION_VERSION, Redactor
@@ -53,14 +53,14 @@ def prior_rows(
     redacted by the current rules (the reuse gate says so); a carried-forward
     one may be older: its text is redacted again before it is written back, so
     no text reaches disk without the current rules.
+
+    ``created_at`` None: the source was not read, its times are the prior row's;
+    ``locator`` None: so are its locator and version.
     """
+    key = digest.source_key
     current = digest.redaction_status.endswith(CURRENT_RULES)
-    segment = (
-        prior.trusted_segment(digest.source_key, digest.rows_digest, digest_context(ctx.derived_key))
-        if current
-        else None
-    )
-    rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", digest.source_key)]
+    rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", key)]
+    events = prior.rows_for("events", key)
     if skip_reason is None and digest.skip_reason == NOT_SCANNED:
         # Found again: its reason is its own again, not the carry-forward's.
         skip_reason = (
@@ -68,43 +68,42 @@ def prior_rows(
             if digest.candidate_count
             else next((str(r["reason"]) for r in rejected if r.get("reason") != INTERNAL_FILTERED), NO_KNOWLEDGE)
         )
-    events = prior.rows_for("events", digest.source_key)
+    # The offset index vouches for these bytes (written with this digest, under these
+    # rules, into the very file still open): copied unread.
+    segment = prior.segment(key, digest.rows_digest, digest_context(ctx.derived_key)) if current else None
+    lines = [] if segment is not None else prior.candidate_lines(key)
+    redacted = digest.redaction_status.startswith("redacted:")
     dropped = 0
-    redacted = False
-    lines: list[bytes] = []
-    if segment is not None:
-        # The offset index vouches for these bytes (written with this digest, under
-        # these rules, into the very file still open): copied unread.
-        trusted = same_status = True  # lines copied unread leave the redaction status to the prior row
-        count = len(segment.starts)
+    if segment is not None or (
+        current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
+    ):
+        count = len(segment.starts) if segment is not None else len(lines)
         rows = SourceRows(
-            {}, [], rejected, events, candidate_lines=[None] * count, lines_digest=digest.rows_digest, segment=segment
+            {}, [], rejected, events, candidate_lines=[None] * count if segment else list(lines), segment=segment
         )
-        _stored_keys(rows, prior, digest, segment.read, count)
-    else:
-        lines = prior.lines_for("candidates", digest.source_key)
-        trusted = current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
-        if trusted:
-            rows = SourceRows({}, [], rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
-            _stored_keys(rows, prior, digest, lambda: lines, len(lines))
-            redacted = any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-            same_status = (
-                redaction_status(redacted or digest.redaction_status.startswith("redacted:")) == digest.redaction_status
-            )
-    if trusted:
-        # A row re-emitted as it was but for run_at: its line is copied, not re-encoded.
+        rows.lines_digest = digest.rows_digest
+        _stored_keys(rows, prior, digest, segment.read if segment is not None else lambda: lines)
+        redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         if (
-            same_status
-            and len(rows.candidate_lines) == digest.candidate_count
-            and _as_before(digest, status, skip_reason, created_at, locator)
+            redaction_status(redacted) == digest.redaction_status
+            and count == digest.candidate_count
+            and not digest.from_journal
+            and digest.parse_status == status
+            and (skip_reason is None or digest.skip_reason == skip_reason)
+            and created_at is None
+            and (locator is None or (locator[0] == digest.locator_key and stat_json(locator[1]) == digest.stat_key))
         ):
-            line = prior.restamped_manifest_line(digest, _json_bytes(run_at))
+            # The row as it was but for run_at: its line is copied, not re-encoded, and
+            # the run reads only its entry (see SourceRows.full_manifest).
+            line = prior.restamped_manifest_line(digest, json.dumps(run_at).encode())
             if line is not None:
-                return _verbatim(rows, digest, line)
-        row = prior.manifest_row(digest)
+                rows.manifest_line, rows.entry = line, digest.entry
+                rows.manifest = dict(zip(ENTRY_FIELDS, rows.entry))
+                return rows
+        row = prior.read(digest.location)
         slugs = list(row.get("article_slugs") or ())
     else:
-        row = prior.manifest_row(digest)
+        row = prior.read(digest.location)
         kept: list[Row] = []
         for line in lines:
             try:
@@ -112,9 +111,7 @@ def prior_rows(
             except ValueError:  # its keys looked whole when indexed (see ledger.candidate_keys)
                 prior.malformed += 1
                 continue
-            candidate.pop(rows_schema.RUN_TAG, None)
-            text = str(candidate.get("text", ""))
-            if is_internal_candidate(text):
+            if is_internal_candidate(str(candidate.get("text", ""))):
                 dropped += 1
                 continue
             if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events, run_at):
@@ -123,119 +120,36 @@ def prior_rows(
                 candidate = _redact_again(candidate, ctx.redactor)
             kept.append(rows_schema.ordered(candidate, "candidates"))
         rows = SourceRows(row, kept, rejected, events, dropped)
-        redacted = any(c.get("redactions") for c in kept)
+        redacted = redacted or any(c.get("redactions") for c in kept)
         slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
-        rejected.append(rejection(digest.source_key, INTERNAL_FILTERED, run_at))
-    return _reemitted(
-        rows,
-        row,
-        digest,
-        ctx,
-        run_at=run_at,
-        status=status,
-        skip_reason=skip_reason,
-        created_at=created_at,
-        updated_at=updated_at,
-        locator=locator,
-        redacted=redacted,
-        slugs=slugs,
-        current=current,
-        dropped=dropped,
-    )
-
-
-def _reemitted(
-    rows: SourceRows,
-    row: Row,
-    digest: PriorSource,
-    ctx: ProcessContext,
-    *,
-    run_at: str,
-    status: str,
-    skip_reason: str | None,
-    created_at: str | None,
-    updated_at: str | None,
-    locator: tuple[str, list[object] | None] | None,
-    redacted: bool,
-    slugs: list[str],
-    current: bool,
-    dropped: int,
-) -> SourceRows:
-    """The prior manifest ``row`` updated for this run (the tail of :func:`prior_rows`)."""
+        rejected.append(rejection(key, INTERNAL_FILTERED, run_at))
     error = str(row.get("error", ""))
-    if not current:
-        error = redact_error(ctx.redactor, error)
     row.update(
         parse_status=status,
         candidate_count=rows.candidate_count,
         article_slugs=slugs,
-        error=error,
+        error=error if current else redact_error(ctx.redactor, error),
         run_at=run_at,
-        redaction_status=redaction_status(redacted or digest.redaction_status.startswith("redacted:")),
+        redaction_status=redaction_status(redacted),
+        internal_filtered=int(row.get("internal_filtered") or 0) + dropped,
     )
-    row.setdefault("truncated", False)
-    row["internal_filtered"] = int(row.get("internal_filtered") or 0) + dropped
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
     if created_at is not None:
         row["created_at"], row["updated_at"] = created_at, updated_at
     if locator is not None:
         row["locator_key"], row["stat_key"] = locator
-    row.setdefault("locator_key", "")
-    row.setdefault("stat_key", None)
-    row.setdefault("rows_digest", "")
+    for name in ("truncated", "locator_key", "stat_key", "rows_digest"):  # fields older rows lack
+        row.setdefault(name, MANIFEST_DEFAULTS[name])
     rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
 
 
-def _as_before(
-    digest: PriorSource,
-    status: str,
-    skip_reason: str | None,
-    created_at: str | None,
-    locator: tuple[str, list[object] | None] | None,
-) -> bool:
-    """Whether :func:`_reemitted` would leave the prior row as it was but for run_at
-    (given candidate lines and a redaction status that stay the same)."""
-    return (
-        not digest.from_journal
-        and digest.parse_status == status
-        and (skip_reason is None or digest.skip_reason == skip_reason)
-        and created_at is None  # the source was not read: its times are the prior row's
-        and (locator is None or (locator[0] == digest.locator_key and stat_json(locator[1]) == digest.stat_key))
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def _json_bytes(value: str) -> bytes:
-    return json.dumps(value).encode()
-
-
-def _verbatim(rows: SourceRows, digest: PriorSource, line: bytes) -> SourceRows:
-    """``rows`` with the prior manifest row ``line`` (already restamped) as their manifest."""
-    rows.manifest_line = line
-    rows.entry = digest.entry
-    # What the run reads of a manifest row (see SourceRows.full_manifest for the rest).
-    rows.manifest = {
-        "source_key": digest.source_key,
-        "tool": digest.tool,
-        "record_type": digest.record_type,
-        "format": digest.format,
-        "parse_status": digest.parse_status,
-        "error": digest.error,
-        "truncated": digest.truncated,
-        "internal_filtered": digest.internal_filtered,
-        "rows_digest": digest.rows_digest,
-    }
-    return rows
-
-
-def _stored_keys(
-    rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]], count: int
-) -> None:
-    """The dedup keys of ``count`` trusted lines into ``rows``: from the key cache (see
-    :class:`StoredKeys`), else read off the lines."""
+def _stored_keys(rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]]) -> None:
+    """The dedup keys of trusted lines into ``rows``: from the key cache (see
+    :class:`StoredKeys`), else read off the ``lines``."""
+    count = rows.candidate_count
     blob = prior.key_cache.get(digest.rows_digest, b"")
     try:
         cached = marshal.loads(blob) if blob else None
@@ -296,7 +210,7 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
 
 
 # Lines written with other candidate fields are re-checked (and written with these) once.
-_CANDIDATE_SCHEMA = ",".join(rows_schema.ledger_fields("candidates"))
+_CANDIDATE_SCHEMA = ",".join(rows_schema.fields_of(rows_schema.CandidateRow))
 
 
 @functools.lru_cache(maxsize=4)

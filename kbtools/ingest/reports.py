@@ -6,10 +6,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from kbtools.fsio import atomic_write_text, ensure_private_dir
 from kbtools.ingest.dedup import Deduplicator
 from kbtools.ingest.extract import DERIVED_ONLY
 from kbtools.ingest.hashing import iso_time
-from kbtools.ingest.ledger import SUMMARY_FILE, write_private_text
+from kbtools.ingest.ledger import SUMMARY_FILE
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.sources.common import DECISIONS
@@ -17,7 +18,7 @@ from kbtools.redact import REDACTION_VERSION, Redactor
 
 
 class Counts:
-    """What the run tallies, as the summary reports it."""
+    """What the run tallies, in the summary's order (a class, not a dataclass: see docs/performance.md)."""
 
     FIELDS = (
         "discovered",
@@ -28,22 +29,25 @@ class Counts:
         "candidates",
         "rejected",
         "duplicates",
+        "duplicate_code_blocks",
+        "duplicate_error_logs",
         "errors",
         "derived_excluded",
+        "internal_filtered",
+        "records",
+        "unknown_records",
         "truncated_sources",
         "reused_unread",
         "carried_forward",
         "pruned",
-        "internal_filtered",
-        "unknown_records",
     )
-    __slots__ = (*FIELDS, "records")
+    __slots__ = FIELDS
 
     def __init__(self) -> None:
         self.discovered = self.processed = self.unchanged = self.skipped = self.failed = 0
         self.candidates = self.rejected = self.duplicates = self.errors = self.derived_excluded = 0
+        self.duplicate_code_blocks = self.duplicate_error_logs = self.internal_filtered = self.unknown_records = 0
         self.truncated_sources = self.reused_unread = self.carried_forward = self.pruned = 0
-        self.internal_filtered = self.unknown_records = 0
         # Records of the sources read this run, per reader decision.
         self.records: dict[str, int] = {}
 
@@ -56,8 +60,7 @@ class Counts:
         self.duplicates += duplicates
         self.rejected += len(rows.rejected)
         self.errors += bool(manifest.get("error"))
-        if rows.events:
-            self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
+        self.derived_excluded += sum(1 for e in rows.events if e.get("event") == DERIVED_ONLY)
         self.truncated_sources += bool(manifest.get("truncated"))
         self.internal_filtered += int(manifest.get("internal_filtered") or 0)
         read = manifest.get("records")
@@ -81,35 +84,21 @@ def summary_of(
     started: datetime,
     finished: datetime,
     dry_run: bool,
-    c: Counts,
+    counts: Counts,
     dedup: Deduplicator,
     prior: PriorState,
     derived_settings: dict[str, object],
 ) -> dict[str, object]:
+    counts.duplicate_code_blocks = dedup.duplicate_code_blocks
+    counts.duplicate_error_logs = dedup.duplicate_error_logs
+    tally = {name: getattr(counts, name) for name in Counts.FIELDS}
+    tally["records"] = {name: counts.records[name] for name in DECISIONS if counts.records.get(name)}
     return {
         "run_id": run_id,
         "started_at": iso_moment(started),
         "finished_at": iso_moment(finished),
         "dry_run": dry_run,
-        "discovered": c.discovered,
-        "processed": c.processed,
-        "unchanged": c.unchanged,
-        "skipped": c.skipped,
-        "failed": c.failed,
-        "candidates": c.candidates,
-        "rejected": c.rejected,
-        "duplicates": c.duplicates,
-        "duplicate_code_blocks": dedup.duplicate_code_blocks,
-        "duplicate_error_logs": dedup.duplicate_error_logs,
-        "errors": c.errors,
-        "derived_excluded": c.derived_excluded,
-        "internal_filtered": c.internal_filtered,
-        "records": {name: c.records[name] for name in DECISIONS if c.records.get(name)},
-        "unknown_records": c.unknown_records,
-        "truncated_sources": c.truncated_sources,
-        "reused_unread": c.reused_unread,
-        "carried_forward": c.carried_forward,
-        "pruned": c.pruned,
+        **tally,
         "malformed_prior_rows": prior.malformed,
         "resumed_from_partial": prior.has_partial,
         "redaction_version": REDACTION_VERSION,
@@ -117,31 +106,33 @@ def summary_of(
     }
 
 
+_SUMMARY_LABELS = (
+    ("Run ID", "run_id"),
+    ("Started", "started_at"),
+    ("Finished", "finished_at"),
+    ("Discovered records", "discovered"),
+    ("Processed", "processed"),
+    ("Unchanged", "unchanged"),
+    ("Skipped", "skipped"),
+    ("Failed", "failed"),
+    ("Candidates", "candidates"),
+    ("Rejected", "rejected"),
+    ("Exact duplicates", "duplicates"),
+    ("Duplicate code blocks", "duplicate_code_blocks"),
+    ("Duplicate error logs", "duplicate_error_logs"),
+    ("Errors", "errors"),
+    ("Derived excluded", "derived_excluded"),
+    ("Internal text filtered", "internal_filtered"),
+    ("Truncated sources", "truncated_sources"),
+    ("Carried forward", "carried_forward"),
+    ("Pruned", "pruned"),
+    ("Malformed prior rows", "malformed_prior_rows"),
+    ("Redaction version", "redaction_version"),
+)
+
+
 def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, object], redactor: Redactor) -> None:
     """``run-summary.md`` in ``output_dir`` and the checkpoint note of a finished run."""
-    labels = [
-        ("Run ID", "run_id"),
-        ("Started", "started_at"),
-        ("Finished", "finished_at"),
-        ("Discovered records", "discovered"),
-        ("Processed", "processed"),
-        ("Unchanged", "unchanged"),
-        ("Skipped", "skipped"),
-        ("Failed", "failed"),
-        ("Candidates", "candidates"),
-        ("Rejected", "rejected"),
-        ("Exact duplicates", "duplicates"),
-        ("Duplicate code blocks", "duplicate_code_blocks"),
-        ("Duplicate error logs", "duplicate_error_logs"),
-        ("Errors", "errors"),
-        ("Derived excluded", "derived_excluded"),
-        ("Internal text filtered", "internal_filtered"),
-        ("Truncated sources", "truncated_sources"),
-        ("Carried forward", "carried_forward"),
-        ("Pruned", "pruned"),
-        ("Malformed prior rows", "malformed_prior_rows"),
-        ("Redaction version", "redaction_version"),
-    ]
     found = summary["derived_filter"]
     derived = found if isinstance(found, dict) else {}
     derived_line = (
@@ -150,35 +141,19 @@ def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, object]
         else "DISABLED"
     )
     lines = ["# KB ingest run summary", "", "- Status: parsed; synthesis pending", "- Dry run: no"]
-    lines += [f"- {label}: {summary[key]}" for label, key in labels]
+    lines += [f"- {label}: {summary[key]}" for label, key in _SUMMARY_LABELS]
     lines += [f"- Derived filter: {derived_line}", ""]
-    text = redactor.redact("\n".join(lines)).text
-    write_private_text(output_dir / SUMMARY_FILE, text)
+    _write_private(output_dir / SUMMARY_FILE, redactor.redact("\n".join(lines)).text)
     c = summary
-    write_private_text(
-        checkpoint,
-        redactor.redact(
-            "\n".join(
-                [
-                    "# Current task",
-                    "",
-                    f"- Run ID: {c['run_id']}",
-                    "- Status: parsing complete; synthesis pending",
-                    f"- Discovered records: {c['discovered']}",
-                    f"- Processed: {c['processed']}",
-                    f"- Unchanged: {c['unchanged']}",
-                    f"- Skipped: {c['skipped']}",
-                    f"- Failed: {c['failed']}",
-                    f"- Candidates: {c['candidates']}",
-                    f"- Rejected: {c['rejected']}",
-                    f"- Current batch: {c['discovered']}/{c['discovered']}",
-                    "- Next action: review candidates and match existing knowledge",
-                    "- Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
-                    "",
-                ]
-            )
-        ).text,
+    note = _note(
+        c["run_id"],
+        "parsing complete; synthesis pending",
+        *(f"{label}: {c[key]}" for label, key in _SUMMARY_LABELS[3:10]),
+        f"Current batch: {c['discovered']}/{c['discovered']}",
+        "Next action: review candidates and match existing knowledge",
+        "Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
     )
+    _write_private(checkpoint, redactor.redact(note).text)
 
 
 def iso_moment(moment: datetime) -> str:
@@ -187,23 +162,28 @@ def iso_moment(moment: datetime) -> str:
 
 def write_checkpoint(path: Path, run_id: str, c: Counts, batches: int, last_key: str) -> None:
     """The checkpoint note of a run in progress, once it persisted a batch of its journal."""
-    write_private_text(
-        path,
-        "\n".join(
-            [
-                "# Current task",
-                "",
-                f"- Run ID: {run_id}",
-                "- Status: parsing",
-                f"- Current batch: {c.discovered} source records",
-                f"- Resume cursor: {last_key}",
-                f"- Persisted batches: {batches}",
-                f"- Processed: {c.processed}",
-                f"- Candidates: {c.candidates}",
-                f"- Rejected: {c.rejected}",
-                f"- Failed: {c.failed}",
-                "- Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
-                "",
-            ]
-        ),
+    note = _note(
+        run_id,
+        "parsing",
+        f"Current batch: {c.discovered} source records",
+        f"Resume cursor: {last_key}",
+        f"Persisted batches: {batches}",
+        f"Processed: {c.processed}",
+        f"Candidates: {c.candidates}",
+        f"Rejected: {c.rejected}",
+        f"Failed: {c.failed}",
+        "Next action: rerun `kb ingest --write`; partial ledgers and unchanged content hashes are reused",
     )
+    _write_private(path, note)
+
+
+def _note(run_id: object, status: str, *items: str) -> str:
+    """The checkpoint note: what the run is at, one item a line."""
+    return "\n".join(
+        ["# Current task", "", f"- Run ID: {run_id}", f"- Status: {status}", *(f"- {i}" for i in items), ""]
+    )
+
+
+def _write_private(path: Path, text: str) -> None:
+    ensure_private_dir(path.parent)
+    atomic_write_text(path, text)

@@ -193,10 +193,6 @@ def fields_of(row_type: type[LedgerRow]) -> tuple[str, ...]:
     return _FIELDS[row_type]
 
 
-def ledger_fields(ledger: str) -> tuple[str, ...]:
-    return fields_of(ROW_TYPES[ledger])
-
-
 # The candidate fields that are the reference's knowledge fields (``topic`` … ``existing_kb_status``).
 KNOWLEDGE_FIELDS: Final = fields_of(CandidateRow)[: fields_of(CandidateRow).index("candidate_id")]
 # Every field list, as the caches that depend on the schema key themselves by it.
@@ -213,8 +209,7 @@ def _kind(hint: object) -> _Check:
     """A check of a JSON value against one field's annotation."""
     if hint is object or hint is Any:
         return lambda value: True
-    origin = typing.get_origin(hint)
-    if origin in (types.UnionType, typing.Union):
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
         checks = [_kind(arg) for arg in typing.get_args(hint)]
         return lambda value: any(check(value) for check in checks)
     if hint is type(None):
@@ -223,66 +218,57 @@ def _kind(hint: object) -> _Check:
         return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
         return lambda value: isinstance(value, int) and not isinstance(value, bool)
-    base = origin if isinstance(origin, type) else hint
+    base = typing.get_origin(hint) or hint
     assert isinstance(base, type), hint
     return lambda value: isinstance(value, base)
 
 
-class _Schema:
-    """What reading one ledger's line checks: required fields, every present field's kind."""
-
-    def __init__(self, row_type: type[LedgerRow]) -> None:
-        hints = typing.get_type_hints(row_type)
-        self.row_type = row_type
-        self.fields = fields_of(row_type)
-        self.required = tuple(
-            f.name
-            for f in dataclasses.fields(row_type)
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        )
-        self.checks = tuple((name, _kind(hints[name])) for name in self.fields)
-        extra = getattr(row_type, "_valid", None)
-        self.extra: Callable[[Mapping[str, object]], bool] | None = extra
-
-    def valid(self, obj: Mapping[str, object]) -> bool:
-        if not all(name in obj for name in self.required):
-            return False
-        for name, check in self.checks:
-            if name in obj and not check(obj[name]):
-                return False
-        return self.extra is None or self.extra(obj)
+def required_fields(ledger: str) -> tuple[str, ...]:
+    """The fields a line of ``ledger`` must have (the rest have defaults)."""
+    return _REQUIRED[ledger]
 
 
-_SCHEMAS: Final = {name: _Schema(t) for name, t in ROW_TYPES.items()}
-
-
-def valid(ledger: str, obj: Mapping[str, object]) -> bool:
-    """Whether a decoded JSON object is a row of ``ledger`` (unknown extra keys are allowed)."""
-    return _SCHEMAS[ledger].valid(obj)
+_REQUIRED: Final = {
+    name: tuple(
+        f.name
+        for f in dataclasses.fields(t)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    for name, t in ROW_TYPES.items()
+}
+_CHECKS: Final = {
+    name: tuple((key, _kind(hint)) for key, hint in typing.get_type_hints(t).items() if key in _FIELDS[t])
+    for name, t in ROW_TYPES.items()
+}
+_EXTRA: Final[dict[str, Callable[[Mapping[str, object]], bool]]] = {
+    name: check for name, t in ROW_TYPES.items() if (check := getattr(t, "_valid", None))
+}
 
 
 def decode(line: bytes | str, ledger: str) -> Json | None:
-    """A line of ``ledger`` as a JSON object, validated; None when it is malformed."""
+    """A line of ``ledger`` as a JSON object, validated (unknown extra keys are allowed);
+    None when it is malformed."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    if not isinstance(obj, dict) or not _SCHEMAS[ledger].valid(obj):
+    if not isinstance(obj, dict) or not all(name in obj for name in _REQUIRED[ledger]):
         return None
-    return obj
-
-
-def typed(row_type: type[R], obj: Mapping[str, object]) -> R:
-    """A validated row object as its type (absent fields take their defaults; extras are dropped)."""
-    # Checked by kind when the line was decoded (see valid), so each value fits its field.
-    values: dict[str, Any] = {name: obj[name] for name in fields_of(row_type) if name in obj}
-    return row_type(**values)
+    if not all(check(obj[name]) for name, check in _CHECKS[ledger] if name in obj):
+        return None
+    extra = _EXTRA.get(ledger)
+    return obj if extra is None or extra(obj) else None
 
 
 def read_row(row_type: type[R], line: bytes | str) -> R | None:
-    """One line as a typed row, or None when it is malformed."""
+    """One line as a typed row (absent fields take their defaults; extras are dropped), or
+    None when it is malformed."""
     obj = decode(line, row_type.LEDGER)
-    return None if obj is None else typed(row_type, obj)
+    if obj is None:
+        return None
+    # Checked by kind when decoded, so each value fits its field.
+    values: dict[str, Any] = {name: obj[name] for name in fields_of(row_type) if name in obj}
+    return row_type(**values)
 
 
 # --------------------------------------------------------------------------- encoding
@@ -296,7 +282,7 @@ def as_json(row: LedgerRow) -> Json:
 def ordered(obj: Mapping[str, object], ledger: str) -> Json:
     """A JSON object of ``ledger`` in field order; unknown extra keys of an older or newer
     ledger are kept at the end (the journal's run tag is dropped)."""
-    out: Json = {name: obj[name] for name in ledger_fields(ledger) if name in obj}
+    out: Json = {name: obj[name] for name in fields_of(ROW_TYPES[ledger]) if name in obj}
     out.update((k, v) for k, v in obj.items() if k not in out and k != RUN_TAG)
     return out
 

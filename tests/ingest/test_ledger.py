@@ -105,7 +105,7 @@ def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
         assert digest.source_key == "new" and digest.candidate_count == 1
         assert [c["candidate_id"] for c in prior.rows_for("candidates", "new")] == ["new-2"]
         assert digest.complete
-        assert "_run" not in prior.manifest_row(digest)
+        assert "_run" not in prior.read(digest.location)
     finally:
         prior.close()
 
@@ -173,20 +173,20 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
     sink.abort()
     prior = PriorState.load(tmp_path)
     try:
-        want = {key: prior.lines_for("candidates", key) for key in keys}
+        want = {key: prior.candidate_lines(key) for key in keys}
         assert all(len(lines) == 3 for lines in want.values())
         child = os.fork()
         if child == 0:  # the worker: reads as fast as it can until killed
             try:
                 while True:
                     for key in reversed(keys):
-                        prior.lines_for("candidates", key)
+                        prior.candidate_lines(key)
             finally:
                 os._exit(0)
         try:
             for _ in range(60):
                 for key in keys:
-                    assert prior.lines_for("candidates", key) == want[key], key
+                    assert prior.candidate_lines(key) == want[key], key
         finally:
             os.kill(child, 9)
             os.waitpid(child, 0)
