@@ -10,17 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
-
-import typer
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from kbtools.errors import ExitCode, KbError
 
-try:  # typer >= 0.26 vendors click
-    from typer._click import exceptions as _click_exc
-except ImportError:  # pragma: no cover - typer < 0.26 depends on click
-    from click import exceptions as _click_exc  # type: ignore[no-redef, import-not-found, unused-ignore]
+if TYPE_CHECKING:
+    import typer
 
 # One module per command family; `kb --help` lists their commands in this order, then their groups.
 COMMAND_MODULES = (
@@ -42,6 +38,8 @@ COMMAND_MODULES = (
 
 
 def build_app(modules: Sequence[str] = COMMAND_MODULES) -> typer.Typer:
+    import typer
+
     app = typer.Typer(
         name="kb",
         help="Lint, protect and feed a knowledge base written with coding agents.",
@@ -80,27 +78,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args
     if debug:
         args = [a for a in args if a != "--debug"]
+    from kbtools.cli.plain import plain_command
+
+    command = plain_command(args)
+    return _guarded(command or (lambda: _typer_main(args)), debug)
+
+
+def _typer_main(args: list[str]) -> int:
+    """``args`` through the typer app; usage errors become one line and exit code 2."""
+    import typer
+
+    try:  # typer >= 0.26 vendors click
+        from typer._click import exceptions as click_exc
+    except ImportError:  # pragma: no cover - typer < 0.26 depends on click
+        from click import exceptions as click_exc  # type: ignore[no-redef, import-not-found, unused-ignore]
+
+    # Only the command being run is imported and built (each module is named after its
+    # command); help, --version and an unknown name get every command.
+    modules = args[:1] if args[:1] and args[0] in COMMAND_MODULES else COMMAND_MODULES
     try:
-        # Only the command being run is imported and built (each module is named after its
-        # command); help, --version and an unknown name get every command.
-        modules = args[:1] if args[:1] and args[0] in COMMAND_MODULES else COMMAND_MODULES
         result = build_app(modules)(args=args, prog_name="kb", standalone_mode=False)
+    except click_exc.NoArgsIsHelpError as exc:
+        print(exc.format_message(), file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except click_exc.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "kb"
+        print(f"kb: error: {exc.format_message()} ({where} --help)", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:  # typer < 0.26 (click) turns Ctrl-C into Abort
+        return int(ExitCode.INTERRUPTED)
+    return int(result) if isinstance(result, int) else int(ExitCode.OK)
+
+
+def _guarded(command: Callable[[], int], debug: bool) -> int:
+    """Run a command; an error the user can act on is one line, a bug one line unless ``debug``."""
+    try:
+        code = command()
     except KbError as exc:
         if debug:
             raise
         print(f"kb: error: {exc}", file=sys.stderr)
         return int(exc.code)
-    except _click_exc.NoArgsIsHelpError as exc:
-        print(exc.format_message(), file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except _click_exc.UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx is not None else "kb"
-        print(f"kb: error: {exc.format_message()} ({where} --help)", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except typer.Exit as exc:
-        result = exc.exit_code
-    except (KeyboardInterrupt, typer.Abort):  # typer < 0.26 (click) turns Ctrl-C into Abort
-        result = ExitCode.INTERRUPTED
+    except KeyboardInterrupt:
+        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         return int(ExitCode.OK)
     except UnicodeEncodeError as exc:
@@ -118,10 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-    code = int(result) if isinstance(result, int) else int(ExitCode.OK)
     if code == ExitCode.INTERRUPTED:  # typer >= 0.26 turns Ctrl-C into a silent exit code 130
         print("kb: interrupted", file=sys.stderr)
-    return code
+    return int(code)
 
 
 def _undecodable_name(exc: UnicodeEncodeError) -> bool:

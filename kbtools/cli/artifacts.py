@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
+from kbtools.cli.artifacts_output import record_staged, summary
 from kbtools.cli.common import FormatOption, RootOption, check_format, open_kb
-
-if TYPE_CHECKING:
-    from kbtools.derived.manifest import ManifestRow
-    from kbtools.kb.layout import Layout
 
 
 def register(app: typer.Typer) -> None:
@@ -54,50 +49,17 @@ def register(app: typer.Typer) -> None:
             raise KbError("give PATH… or --staged, not both", "kb artifacts record")
         if not staged and not paths:
             raise KbError("nothing to record: give PATH… or --staged", "kb artifacts record")
-        _, layout = open_kb(root)
         if staged:
-            return _record_staged(layout, fmt)
+            return record_staged(fmt, root)
+        _, layout = open_kb(root)
         files = am.files_at(layout, paths or [])
         result = am.record_artifacts(layout, files)
         manifest = layout.rel(layout.artifact_manifest)
         if fmt == "json":
-            print(json.dumps({**_summary(manifest, result.recorded, result.already), "restage": False}))
+            print(json.dumps({**summary(manifest, result.recorded, result.already), "restage": False}))
             return 0
         for row in result.recorded:
             print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
         for rel in result.already:
             print(f"already recorded {rel}")
         return 0
-
-
-def _record_staged(layout: Layout, fmt: str) -> int:
-    """The kb-record-artifacts hook: make the manifest hold what the commit holds (exit 1 if it changed)."""
-    from kbtools.derived.manifest import MANIFEST_MODE
-    from kbtools.derived.staged import staged_manifest
-    from kbtools.fsio import atomic_write_bytes
-
-    result = staged_manifest(layout)
-    manifest = layout.rel(layout.artifact_manifest)
-    if result.text != result.on_disk:
-        layout.artifact_manifest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(layout.artifact_manifest, [result.text], mode=MANIFEST_MODE)
-    if fmt == "json":
-        doc = {**_summary(manifest, result.recorded, result.already), "dropped": list(result.dropped)}
-        print(json.dumps({**doc, "restage": result.changed}))
-        return 1 if result.changed else 0
-    for row in result.recorded:
-        print(f"recorded {row.path} ({row.name}, {row.sha256[:12]}) in {manifest}")
-    for rel in result.dropped:
-        print(f"dropped the row of an uncommitted version of {rel} from {manifest}")
-    if result.changed:
-        print(f"{manifest} changed: stage it (git add {manifest}) and commit again", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _summary(manifest: str, recorded: Sequence[ManifestRow], already: Sequence[str]) -> dict[str, Any]:
-    return {
-        "manifest": manifest,
-        "recorded": [{"name": r.name, "path": r.path, "sha256": r.sha256} for r in recorded],
-        "already": list(already),
-    }

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from kbtools.config import Config, load_config
-from kbtools.errors import KbError
-from kbtools.kb.layout import Layout
+from kbtools.cli.base import ledger_dir, open_kb, resolve_root
+
+__all__ = ["FormatOption", "LedgerDirOption", "RootOption", "check_format", "ledger_dir", "open_kb", "resolve_root"]
 
 RootOption = Annotated[
     Path | None,
@@ -29,28 +29,6 @@ FormatOption = Annotated[
     str,
     typer.Option("--format", help="Output format: text or json."),
 ]
-
-
-def resolve_root(root: Path | None) -> Path:
-    if root is not None:
-        if not root.is_dir():
-            raise KbError("root is not a folder", str(root))
-        return root.resolve()
-    from kbtools.gitio import repo_root
-
-    cwd = Path.cwd()
-    return repo_root(cwd) or cwd
-
-
-def open_kb(root: Path | None) -> tuple[Config, Layout]:
-    """Root → Config (`.kb.yaml`) → Layout; every command starts here."""
-    config = load_config(resolve_root(root))
-    return config, Layout(config)
-
-
-def ledger_dir(layout: Layout, output_dir: Path | None) -> Path:
-    """The ``--output-dir`` given (resolved), else the configured ingest output folder."""
-    return output_dir.resolve() if output_dir is not None else layout.ingest_output
 
 
 def check_format(value: str, allowed: tuple[str, ...]) -> str:

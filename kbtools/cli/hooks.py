@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kbtools.cli.common import RootOption
+from kbtools.cli.plain import run_pre_commit, run_steps
+
+__all__ = ["register", "run_pre_commit", "run_steps"]
 
 if TYPE_CHECKING:
     from kbtools.lint.history import LintMode
@@ -84,7 +87,8 @@ def register_framework_entries(hooks: typer.Typer) -> None:
     ) -> int:
         """Lint what pre-commit is checking: the staged changes at commit time, the whole KB and its
         history under `pre-commit run --all-files`, every pushed commit at pre-push."""
-        from kbtools.cli.lint import lint_and_render, parse_families
+        from kbtools.cli.lint import parse_families
+        from kbtools.cli.lint_output import lint_and_render
 
         mode = _framework_mode(files or [])
         return lint_and_render(mode, parse_families(only), "text", root)
@@ -139,51 +143,3 @@ def _retention_range(rev_range: str, root: Path | None) -> int:
             file=sys.stderr,
         )
     return 1 if refused else 0
-
-
-def run_pre_commit() -> int:
-    """What the plain pre-commit hook runs: every step of ``PRE_COMMIT_STEPS``, in this process
-    (one interpreter start for the whole hook)."""
-    from kbtools.kb.githooks import PRE_COMMIT_STEPS
-
-    return run_steps(PRE_COMMIT_STEPS)
-
-
-def run_steps(steps: Sequence[tuple[str, ...]]) -> int:
-    """Run each step in this process; the last one only if all before it passed.
-
-    A step whose command (or its last option) this `kb` does not have is
-    skipped with a notice, so the hook works while a command is not built yet.
-    """
-    from kbtools.cli import COMMAND_MODULES, build_app, main
-
-    tree = _click_tree(build_app([m for m in dict.fromkeys(step[0] for step in steps) if m in COMMAND_MODULES]))
-    worst = 0
-    for i, argv in enumerate(steps):
-        if i == len(steps) - 1 and worst:
-            break
-        if not _has_command(tree, argv):
-            print(f"kb hooks: skipped `kb {' '.join(argv)}` (not available in this kb)", file=sys.stderr)
-            continue
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # a command that exits directly
-            code = exc.code if isinstance(exc.code, int) else 1
-        worst = max(worst, code)
-    return worst
-
-
-def _click_tree(app: typer.Typer) -> Any:
-    from typer.main import get_command
-
-    return get_command(app)
-
-
-def _has_command(tree: Any, argv: Sequence[str]) -> bool:
-    *names, option = argv
-    command = tree
-    for name in names:
-        command = getattr(command, "commands", {}).get(name)  # a click group's subcommands
-        if command is None:
-            return False
-    return any(option in param.opts for param in command.params)

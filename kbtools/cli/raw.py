@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         """Manifest checks only: manifest present and well-formed, every raw file registered, hashes match,
         every entry exists, raw frontmatter complete. No git: works on an export or tarball too (`kb lint` adds
         the history checks)."""
-        from kbtools.cli.lint import failure_text, render
+        from kbtools.cli.lint_output import failure_text, render
         from kbtools.lint.engine import verify_raw
 
         check_format(output_format, ("text", "json"))

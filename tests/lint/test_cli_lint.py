@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -203,3 +205,40 @@ def test_secret_committed_in_the_range_is_reported_by_since(tmp_path):
     assert lint(kb).code == 0
     found = [ln for ln in lint(kb, "--since", before).err.splitlines() if ln.startswith("- secret in ")]
     assert found == ["- secret in src/content/note/zh-cn/leaky.md:13 (github-token)"]
+
+
+def test_the_hook_command_lines_answer_as_the_typer_app_does(tmp_path):
+    """`kb lint`, `kb lint --staged` and the hook's steps run without typer (plain_command):
+    the same report, streams and exit code as the same command spelled out to the typer app."""
+    kb = make_kb(tmp_path / "kb")
+    anchors = "See src/app/main.py at 3f2a9c1d, released 2026-03-14 as v4.2.1 (https://example.com/notes)."
+    kb.add_note("anchored", sources=["source-1"], body=f"# Anchored\n\n{anchors}\n")
+    kb.write_index()
+    kb.commit("anchored note")
+    kb.add_note("anchored", sources=["source-1"], body="# Anchored\n\nRewritten without its anchors.\n")
+    BREAKERS[4](kb)
+    BREAKERS[10](kb)
+    kb.git("add", "-A")
+    spelled = {
+        ("lint",): ("lint", "--format", "text", "--root", str(kb.root)),
+        ("lint", "--staged"): ("lint", "--staged", "--format", "text", "--root", str(kb.root)),
+        ("retention", "check", "--staged"): ("retention", "check", "--staged", "--format", "text"),
+    }
+    for plain, typed in spelled.items():
+        result = run_kb(*plain, cwd=kb.root)
+        assert result.code == 1 and result.err, plain
+        assert result == run_kb(*typed, cwd=kb.root), plain
+    assert run_kb("lint", cwd=tmp_path / "kb" / "src").code == 1  # the KB found from a sub-folder, as with typer
+
+
+def test_the_commit_hook_does_not_import_typer(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    kb.add_note("new-note", sources=["source-1"])
+    kb.write_index()
+    kb.git("add", "-A")
+    probe = "import sys; from kbtools.cli import main; code = main(sys.argv[1:]); print(code, 'typer' in sys.modules)"
+    for args in (["hooks", "run", "pre-commit"], ["lint"], ["lint", "--staged"]):
+        proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=kb.root, capture_output=True, text=True)
+        assert proc.stdout.split()[-2:] == [str(1 if args[0] == "hooks" else 0), "False"], (args, proc.stderr)
+    proc = subprocess.run([sys.executable, "-c", probe, "lint", "--only", "raw"], cwd=kb.root, capture_output=True)
+    assert proc.stdout.split()[-1:] == [b"True"]  # anything else is parsed by typer
