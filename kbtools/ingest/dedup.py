@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from kbtools.ingest.hashing import normalize_text
@@ -103,22 +103,24 @@ class Deduplicator:
 
     def __init__(self) -> None:
         self._canonical: dict[str, str] = {}
-        self._code_blocks = _RepeatCounter()
-        self._error_logs = _RepeatCounter()
+        # Normalised texts (>= 40 chars) seen, by digest (see _digests).
+        self._code_blocks: set[bytes] = set()
+        self._error_logs: set[bytes] = set()
+        self.duplicate_code_blocks = self.duplicate_error_logs = 0
 
     def mark(self, key: DedupKey) -> str:
         """The canonical candidate id this one duplicates, or "" when it is the first."""
         first = self._canonical.setdefault(key.fingerprint, key.candidate_id)
-        self._code_blocks.add_all(key.code_blocks)
-        self._error_logs.add_all(key.error_logs)
+        self.duplicate_code_blocks += _repeats(self._code_blocks, key.code_blocks)
+        self.duplicate_error_logs += _repeats(self._error_logs, key.error_logs)
         return first if first != key.candidate_id else ""
 
     def mark_stored(self, keys: StoredKeys) -> tuple[int, list[str] | None]:
         """:meth:`mark` for a source's keys as the key cache keeps them: (how many are
         duplicates, None when every marking equals the stored one, else each key's
         canonical twin or "")."""
-        self._code_blocks.add_all(keys.code_blocks)
-        self._error_logs.add_all(keys.error_logs)
+        self.duplicate_code_blocks += _repeats(self._code_blocks, keys.code_blocks)
+        self.duplicate_error_logs += _repeats(self._error_logs, keys.error_logs)
         canonical = self._canonical
         fingerprints, count = keys.fingerprints, len(keys.fingerprints)
         if (
@@ -151,14 +153,6 @@ class Deduplicator:
         candidate["decision"], candidate["duplicate_of"] = marking(self.mark(DedupKey.of(candidate)))
         return candidate
 
-    @property
-    def duplicate_code_blocks(self) -> int:
-        return self._code_blocks.repeats
-
-    @property
-    def duplicate_error_logs(self) -> int:
-        return self._error_logs.repeats
-
 
 def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:
     """128-bit digests of the normalised texts of 40 characters or more: a run's
@@ -171,14 +165,8 @@ def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-class _RepeatCounter:
-    """How many normalised texts (≥ 40 chars) repeat one seen before."""
-
-    def __init__(self) -> None:
-        self._seen: set[bytes] = set()
-        self.repeats = 0
-
-    def add_all(self, digests: Collection[bytes]) -> None:
-        before = len(self._seen)
-        self._seen.update(digests)
-        self.repeats += len(digests) - (len(self._seen) - before)
+def _repeats(seen: set[bytes], digests: tuple[bytes, ...]) -> int:
+    """How many of ``digests`` repeat one seen before (all are seen now)."""
+    before = len(seen)
+    seen.update(digests)
+    return len(digests) - (len(seen) - before)

@@ -93,9 +93,15 @@ def iso_time(value: Any) -> str:
             return _from_number(float(text))
         except ValueError:
             return ""
-    parsed = _parse_string(text)
-    if parsed is None:
-        return ""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        from email.utils import parsedate_to_datetime  # rarely needed; the email package is slow to import
+
+        try:
+            parsed = parsedate_to_datetime(text)  # RFC 2822, as HTTP servers write it
+        except (TypeError, ValueError, IndexError):
+            return ""
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
@@ -106,19 +112,6 @@ def iso_time(value: Any) -> str:
 
 # The form iso_time gives, which a valid date in it keeps unchanged.
 _CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
-
-
-def _parse_string(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime  # rarely needed; the email package is slow to import
-
-    try:
-        return parsedate_to_datetime(text)  # RFC 2822, as HTTP servers write it
-    except (TypeError, ValueError, IndexError):
-        return None
 
 
 def _from_number(number: float) -> str:

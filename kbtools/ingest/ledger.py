@@ -25,25 +25,25 @@ and counted (``malformed_prior_rows``), never a crash.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
 from kbtools.errors import KbError
-from kbtools.ingest.rows import LEDGERS, RUN_TAG, decode, required_fields
+from kbtools.ingest.rows import LEDGERS, REQUIRED, RUN_TAG, decode
+from kbtools.ingest.rows import Row as Row  # as extract imports it
 
 LOCK_FILE = ".lock"
 SUMMARY_FILE = "run-summary.md"
 
-Row = dict[str, Any]
-
 
 def stat_json(stat_key: object) -> str:
     """A source version as compact JSON ("" for none): equal strings, equal versions."""
-    if stat_key is None or isinstance(stat_key, str) or not isinstance(stat_key, (list, tuple)):
+    if not isinstance(stat_key, (list, tuple)):
         return ""
     if len(stat_key) == 3 and type(stat_key[0]) is type(stat_key[1]) is type(stat_key[2]) is int:
         return f"[{stat_key[0]:d},{stat_key[1]:d},{stat_key[2]:d}]"  # a file's (size, mtime_ns, inode): as json.dumps has it
@@ -100,7 +100,7 @@ def restamped(line: bytes, run_at: bytes) -> bytes | None:
 
 _SOURCE_KEY = b'"source_key":"'
 _RUN_KEY = b'"' + RUN_TAG.encode() + b'":"'
-_CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in required_fields("candidates"))
+_CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in REQUIRED["candidates"])
 
 
 def candidate_keys(line: bytes) -> tuple[str | None, str | None]:
@@ -162,7 +162,5 @@ def remove_stale_files(output_dir: Path) -> None:
     if not ledger_path(output_dir, "manifest", partial=True).exists():
         litter += [ledger_path(output_dir, name, partial=True) for name in LEDGERS]
     for path in litter:
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
-        except OSError:
-            pass

@@ -18,8 +18,8 @@ from typing import IO, Any, NamedTuple
 
 from kbtools.ingest import caches
 from kbtools.ingest.hashing import hashed_identity_key
-from kbtools.ingest.ledger import Row, Segment, candidate_keys, ledger_path, lines_of, open_ledger, restamped, stat_json
-from kbtools.ingest.rows import LEDGERS, RUN_TAG, ManifestRow, decode
+from kbtools.ingest.ledger import Segment, candidate_keys, ledger_path, lines_of, open_ledger, restamped, stat_json
+from kbtools.ingest.rows import LEDGERS, RUN_TAG, ManifestRow, Row, decode
 
 
 class PriorSource(NamedTuple):
@@ -53,10 +53,6 @@ class PriorSource(NamedTuple):
     from_journal: bool = False  # written by an interrupted run, not yet final
     identity: str = ""  # tool, project_key and session_hash (see hashing.hashed_identity_key)
 
-    @property
-    def entry(self) -> tuple[object, ...]:
-        return tuple(self[: len(ENTRY_FIELDS)])
-
 
 ENTRY_FIELDS = PriorSource._fields[: PriorSource._fields.index("rows_digest") + 1]
 MANIFEST_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ManifestRow)}
@@ -68,8 +64,6 @@ def manifest_entry(row: Mapping[str, object]) -> tuple[object, ...]:
     values["stat_key"] = stat_json(values["stat_key"])
     return tuple(values[name] for name in ENTRY_FIELDS)
 
-
-_COMPLETE = PriorSource._fields.index("complete")
 
 Spans = dict[str, list[tuple[int, int]]]
 
@@ -99,9 +93,8 @@ class PriorState:
 
     @classmethod
     def load(cls, output_dir: Path) -> PriorState:
-        state = cls()
+        state = cls(key_cache=caches.read(output_dir, caches.KEY_CACHE_FILE) or {})
         state._load(output_dir)
-        state.key_cache = caches.read(output_dir, caches.KEY_CACHE_FILE) or {}
         return state
 
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
@@ -129,10 +122,8 @@ class PriorState:
             # A journalled source takes its rows from the journal only
             # (partial wins per source_key, even when the journal has none of a kind).
             for key in owned:
-                if key in journal:
-                    rows[key] = journal[key]
-                else:
-                    rows.pop(key, None)
+                rows.pop(key, None)
+            rows.update((key, spans) for key, spans in journal.items() if key in owned)
         for key in owned:
             self._indexed.pop(key, None)
         self.by_identity = {**main_groups, **partial_groups}

@@ -5,6 +5,7 @@ files and renamed into place at the end, progress appended to the journal (see
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -14,10 +15,10 @@ from typing import IO
 
 from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, stat_key, temp_path_for, write_all
 from kbtools.ingest import caches
-from kbtools.ingest.dedup import DedupKey
-from kbtools.ingest.ledger import Row, Segment, crash_point, ledger_path
+from kbtools.ingest.dedup import DedupKey, StoredKeys
+from kbtools.ingest.ledger import Segment, crash_point, ledger_path
 from kbtools.ingest.ledger_read import manifest_entry
-from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, dumps
+from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, Row, dumps
 
 
 @dataclass
@@ -38,9 +39,9 @@ class SourceRows:
     internal_dropped: int = 0
     candidate_lines: list[bytes | None] = field(default_factory=list)
     candidate_keys: list[DedupKey] = field(default_factory=list)
-    # Or, for trusted prior lines, their keys as the key cache keeps them (candidates.StoredKeys),
-    # and that entry as stored (marshal), to be kept as it is.
-    stored_keys: tuple[tuple[object, ...], ...] | None = None
+    # Or, for trusted prior lines, their keys as the key cache keeps them, and that
+    # entry as stored (marshal), to be kept as it is.
+    stored_keys: StoredKeys | None = None
     stored_blob: bytes = b""
     # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
     lines_digest: str = ""
@@ -101,14 +102,11 @@ class WriteSink:
     def __init__(self, output_dir: Path, run_id: str) -> None:
         self.output_dir = output_dir
         self.run_id = run_id
-        self._temps: dict[str, Path] = {}
-        self._final: dict[str, IO[bytes]] = {}
-        for name in LEDGERS:
-            path = ledger_path(output_dir, name)
-            tmp = temp_path_for(path)
-            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            self._temps[name] = tmp
-            self._final[name] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._temps = {name: temp_path_for(ledger_path(output_dir, name)) for name in LEDGERS}
+        self._final: dict[str, IO[bytes]] = {
+            name: os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb", buffering=1 << 20)
+            for name, tmp in self._temps.items()
+        }
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
         # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
@@ -191,8 +189,6 @@ class WriteSink:
         return any(self._pending.values())
 
     def persist_partial(self) -> None:
-        if not self.pending:
-            return
         for name in COMMIT_ORDER:
             lines = self._pending[name]
             path = ledger_path(self.output_dir, name, partial=True)
@@ -233,13 +229,9 @@ class WriteSink:
         """Every temp file closed and removed; what cannot be written now (a full disk) is
         dropped, never raised over the error that aborted the run."""
         for out in self._final.values():
-            try:
+            with contextlib.suppress(OSError):  # its buffer could not be written: the file goes anyway
                 out.close()
-            except OSError:
-                pass  # its buffer could not be written: the file goes anyway
         self._final.clear()
         for tmp in self._temps.values():
-            try:
+            with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-            except OSError:
-                pass

@@ -96,7 +96,4 @@ class SourceSettings(NamedTuple):
 
     def paths(self, name: str) -> tuple[Path, ...]:
         """The resolved paths of the declared location ``name`` (none if unset)."""
-        for key, value in self.locations:
-            if key == name:
-                return value
-        return ()
+        return dict(self.locations).get(name, ())

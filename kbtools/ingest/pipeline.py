@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +46,7 @@ from kbtools.ingest.extract import (
 from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows, WriteSink
-from kbtools.ingest.lock import IngestLock
+from kbtools.ingest.lock import lock_output
 from kbtools.ingest.model import SourceRef, SourceSettings
 from kbtools.ingest.reemit import digest_context, dropped_on_carry, prior_rows, rows_digest
 from kbtools.ingest.reports import Counts, IngestSummary, iso_moment, summary_of, write_checkpoint, write_reports
@@ -118,19 +120,6 @@ WORKER_BATCH = 8
 LOOKAHEAD = 4096
 
 
-def worker_pool(ctx: ProcessContext, jobs: int, inherited: tuple[int, ...] = ()) -> WorkerPool | None:
-    """``jobs`` processes that run :func:`read_unit` on batches of refs (None for
-    one job: :func:`process_unit` runs in the run's own process). Made before any thread starts (see
-    :mod:`kbtools.ingest.workers`); ``inherited``: descriptors a worker must close (the lock)."""
-    if jobs <= 1:
-        return None
-    from kbtools.ingest.workers import WorkerPool
-
-    return WorkerPool(
-        jobs, lambda task: [read_unit(ref, ctx) for ref in task], inherited=inherited, init=lambda: _warm_up(ctx)
-    )
-
-
 def _warm_up(ctx: ProcessContext) -> None:
     """What a worker prepares once, when its first task arrives (a rerun with nothing
     to read never pays for it): the source readers (each registry name is its
@@ -158,8 +147,6 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | 
         for ref in refs:
             yield process_unit(ref, ctx)
         return
-    from collections import deque
-
     # A worker's ticket and how many sources its task holds, or an outcome at hand.
     window: deque[tuple[int, int] | UnitOutcome] = deque()
     batch: list[SourceRef] = []
@@ -230,12 +217,12 @@ def run_ingest(
     redactor = Redactor(config.redaction)
     out = request.output_dir
     # The lock first: it checks the output folder before anything is written into it.
-    lock = IngestLock(out) if request.write else None
+    lock = lock_output(out) if request.write else None
     try:
         derived, derived_settings, warnings = load_derived_filter(request, redactor)
     except BaseException:
         if lock is not None:
-            lock.release()
+            os.close(lock)
         raise
     prior = PriorState()
     sink: WriteSink | None = None
@@ -255,7 +242,16 @@ def run_ingest(
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=derived_key(derived),
         )
-        pool = worker_pool(ctx, request.jobs, (lock.fileno,) if lock is not None else ())
+        if request.jobs > 1:  # else process_unit runs in the run's own process
+            from kbtools.ingest.workers import WorkerPool
+
+            # Made before any thread starts (see kbtools.ingest.workers); a worker closes the lock.
+            pool = WorkerPool(
+                request.jobs,
+                lambda task: [read_unit(ref, ctx) for ref in task],
+                inherited=(lock,) if lock is not None else (),
+                init=lambda: _warm_up(ctx),
+            )
         if request.write:
             ledger.remove_stale_files(out)
             sink = WriteSink(out, run_id)
@@ -274,13 +270,12 @@ def run_ingest(
                 state.persist()
             if progress is not None:
                 progress(counts.discovered)
-        scanned_prompt_tools = state.prompt_tools
         for identity, group in prior.by_identity.items():
             if identity in state.seen:
                 continue
             for digest in group:
                 if digest.source_key in state.emitted or dropped_on_carry(
-                    digest, scanned_prompt_tools, state.failed_tools
+                    digest, state.prompt_tools, state.failed_tools
                 ):
                     continue
                 if digest.parse_status == "failed" and (
@@ -318,7 +313,7 @@ def run_ingest(
             pool.kill()  # a no-op once outcomes() closed it
         prior.close()
         if lock is not None:
-            lock.release()
+            os.close(lock)  # closing drops the flock
 
 
 class _RunState:
@@ -403,10 +398,8 @@ class _RunState:
         """``rows`` marked for duplicates, counted and written to the sink."""
         self.emitted.add(rows.manifest["source_key"])
         rows = pack_rows(rows)
-        if rows.stored_keys is not None:
-            stored = StoredKeys._make(rows.stored_keys)
-        else:
-            stored = StoredKeys.of(rows.candidate_keys, [key.marking for key in rows.candidate_keys])
+        keys = rows.candidate_keys
+        stored = rows.stored_keys or StoredKeys.of(keys, [key.marking for key in keys])
         duplicates, twins = self.dedup.mark_stored(stored)
         # Trusted lines written back as they are keep the digest they were checked against.
         digest, blob = rows.lines_digest, rows.stored_blob

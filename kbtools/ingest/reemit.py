@@ -6,7 +6,7 @@ import functools
 import hashlib
 import json
 import marshal
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from kbtools.ingest import rows as rows_schema
 from kbtools.ingest.candidates import SourceMeta, candidate_id, is_internal_candidate, split_messages
@@ -24,10 +24,11 @@ from kbtools.ingest.extract import (
     rejection,
 )
 from kbtools.ingest.hashing import fingerprint, hash_identifier
-from kbtools.ingest.ledger import Row, stat_json
+from kbtools.ingest.ledger import stat_json
 from kbtools.ingest.ledger_read import ENTRY_FIELDS, MANIFEST_DEFAULTS, PriorSource, PriorState
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.reuse import CURRENT_RULES
+from kbtools.ingest.rows import Row
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 
@@ -82,7 +83,16 @@ def prior_rows(
             {}, [], rejected, events, candidate_lines=[None] * count if segment else list(lines), segment=segment
         )
         rows.lines_digest = digest.rows_digest
-        _stored_keys(rows, prior, digest, segment.read if segment is not None else lambda: lines)
+        # Their dedup keys: from the key cache (see StoredKeys), else read off the lines.
+        blob = prior.key_cache.get(digest.rows_digest, b"")
+        try:
+            cached = marshal.loads(blob) if blob else None
+        except (ValueError, EOFError, TypeError):
+            cached = None  # a damaged entry is a miss
+        if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
+            rows.stored_keys, rows.stored_blob = StoredKeys._make(cached), blob
+        else:
+            rows.candidate_keys = [DedupKey.of_line(line) for line in (segment.read() if segment else lines)]
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         if (
             redaction_status(redacted) == digest.redaction_status
@@ -97,7 +107,7 @@ def prior_rows(
             # the run reads only its entry (see SourceRows.full_manifest).
             line = prior.restamped_manifest_line(digest, json.dumps(run_at).encode())
             if line is not None:
-                rows.manifest_line, rows.entry = line, digest.entry
+                rows.manifest_line, rows.entry = line, digest[: len(ENTRY_FIELDS)]
                 rows.manifest = dict(zip(ENTRY_FIELDS, rows.entry))
                 return rows
         row = prior.read(digest.location)
@@ -144,21 +154,6 @@ def prior_rows(
         row.setdefault(name, MANIFEST_DEFAULTS[name])
     rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
-
-
-def _stored_keys(rows: SourceRows, prior: PriorState, digest: PriorSource, lines: Callable[[], list[bytes]]) -> None:
-    """The dedup keys of trusted lines into ``rows``: from the key cache (see
-    :class:`StoredKeys`), else read off the ``lines``."""
-    count = rows.candidate_count
-    blob = prior.key_cache.get(digest.rows_digest, b"")
-    try:
-        cached = marshal.loads(blob) if blob else None
-    except (ValueError, EOFError, TypeError):
-        cached = None  # a damaged entry is a miss
-    if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
-        rows.stored_keys, rows.stored_blob = cached, blob
-    else:
-        rows.candidate_keys = [DedupKey.of_line(line) for line in lines()]
 
 
 def _derived_candidate(

@@ -144,12 +144,11 @@ def write_reports(output_dir: Path, checkpoint: Path, summary: dict[str, object]
     lines += [f"- {label}: {summary[key]}" for label, key in _SUMMARY_LABELS]
     lines += [f"- Derived filter: {derived_line}", ""]
     _write_private(output_dir / SUMMARY_FILE, redactor.redact("\n".join(lines)).text)
-    c = summary
     note = _note(
-        c["run_id"],
+        summary["run_id"],
         "parsing complete; synthesis pending",
-        *(f"{label}: {c[key]}" for label, key in _SUMMARY_LABELS[3:10]),
-        f"Current batch: {c['discovered']}/{c['discovered']}",
+        *(f"{label}: {summary[key]}" for label, key in _SUMMARY_LABELS[3:10]),
+        f"Current batch: {summary['discovered']}/{summary['discovered']}",
         "Next action: review candidates and match existing knowledge",
         "Resume: rerun; partial ledgers and unchanged identity/content hashes are reused",
     )

@@ -35,7 +35,7 @@ PARSE_STATUSES: Final = ("processed", "unchanged", "skipped", "failed")
 RUN_TAG: Final = "_run"
 
 # A decoded line: JSON values are whatever the line holds, checked by kind on read.
-Json = dict[str, Any]
+Row = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,10 +202,7 @@ SCHEMA_KEY: Final = tuple(fields_of(t) for t in ROW_TYPES.values())
 # --------------------------------------------------------------------------- checks
 
 
-_Check = Callable[[object], bool]
-
-
-def _kind(hint: object) -> _Check:
+def _kind(hint: object) -> Callable[[object], bool]:
     """A check of a JSON value against one field's annotation."""
     if hint is object or hint is Any:
         return lambda value: True
@@ -223,12 +220,8 @@ def _kind(hint: object) -> _Check:
     return lambda value: isinstance(value, base)
 
 
-def required_fields(ledger: str) -> tuple[str, ...]:
-    """The fields a line of ``ledger`` must have (the rest have defaults)."""
-    return _REQUIRED[ledger]
-
-
-_REQUIRED: Final = {
+# The fields a line of each ledger must have (the rest have defaults).
+REQUIRED: Final = {
     name: tuple(
         f.name
         for f in dataclasses.fields(t)
@@ -245,14 +238,14 @@ _EXTRA: Final[dict[str, Callable[[Mapping[str, object]], bool]]] = {
 }
 
 
-def decode(line: bytes | str, ledger: str) -> Json | None:
+def decode(line: bytes | str, ledger: str) -> Row | None:
     """A line of ``ledger`` as a JSON object, validated (unknown extra keys are allowed);
     None when it is malformed."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    if not isinstance(obj, dict) or not all(name in obj for name in _REQUIRED[ledger]):
+    if not isinstance(obj, dict) or not all(name in obj for name in REQUIRED[ledger]):
         return None
     if not all(check(obj[name]) for name, check in _CHECKS[ledger] if name in obj):
         return None
@@ -274,15 +267,15 @@ def read_row(row_type: type[R], line: bytes | str) -> R | None:
 # --------------------------------------------------------------------------- encoding
 
 
-def as_json(row: LedgerRow) -> Json:
+def as_json(row: LedgerRow) -> Row:
     """A row as a JSON object, its fields in declaration order."""
     return {name: getattr(row, name) for name in fields_of(type(row))}
 
 
-def ordered(obj: Mapping[str, object], ledger: str) -> Json:
+def ordered(obj: Mapping[str, object], ledger: str) -> Row:
     """A JSON object of ``ledger`` in field order; unknown extra keys of an older or newer
     ledger are kept at the end (the journal's run tag is dropped)."""
-    out: Json = {name: obj[name] for name in fields_of(ROW_TYPES[ledger]) if name in obj}
+    out: Row = {name: obj[name] for name in fields_of(ROW_TYPES[ledger]) if name in obj}
     out.update((k, v) for k, v in obj.items() if k not in out and k != RUN_TAG)
     return out
 

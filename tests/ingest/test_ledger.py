@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 from kbtools.ingest.ledger import ledger_path, remove_stale_files, restamped
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows, WriteSink
-from kbtools.ingest.lock import IngestLock
+from kbtools.ingest.lock import lock_output
 from kbtools.ingest.rows import dumps
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.cli import run_kb
@@ -45,13 +46,13 @@ def candidate(key: str, n: int) -> dict[str, object]:
 
 def test_second_concurrent_write_fails_fast_with_one_line(env: IngestEnv) -> None:
     write_omp_session(env.omp, tech_turn(), session_id="s1")
-    holder = IngestLock(env.out)
+    holder = lock_output(env.out)
     try:
         started = time.monotonic()
         result = run_kb(*env.args())
         assert time.monotonic() - started < 5
     finally:
-        holder.release()
+        os.close(holder)
     assert result.code == 2
     assert result.err.startswith("kb: error: another `kb ingest --write` is running")
     assert len(result.err.strip().splitlines()) == 1 and not result.out
@@ -62,8 +63,8 @@ def test_lock_of_a_dead_process_is_taken_over(env: IngestEnv, tmp_path: Path) ->
     env.out.mkdir(parents=True)
     # A process that took the lock and died without releasing it.
     code = (
-        "import os, sys; from pathlib import Path; from kbtools.ingest.lock import IngestLock; "
-        f"IngestLock(Path({str(env.out)!r})); os._exit(0)"
+        "import os, sys; from pathlib import Path; from kbtools.ingest.lock import lock_output; "
+        f"lock_output(Path({str(env.out)!r})); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert (env.out / ".lock").read_text().strip().isdigit()
@@ -161,7 +162,6 @@ def test_restamping_replaces_only_a_trailing_run_at_of_a_canonical_line() -> Non
 
 def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(tmp_path: Path) -> None:
     """Worker processes are forked with the prior ledgers open: reads share no file offset."""
-    import os
 
     sink = WriteSink(tmp_path, "run-1")
     keys = [f"k{i}" for i in range(40)]
