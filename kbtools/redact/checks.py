@@ -664,10 +664,12 @@ def _is_private_name(name: str) -> bool:
 
 def private_names(text: str, config: RedactionConfig) -> set[str]:
     """Configured names, the local account, and the owners of home directories in ``text``."""
-    lower = text.lower()
-    names = {n for n in _standing_names(config.private_names, local_account()) if n in lower}
-    homes = [_POSIX_HOME] if "/home/" in lower or "/users/" in lower else []
-    if ":\\" in lower or ":/users" in lower:
+    standing = _standing_names(config.private_names, local_account())
+    lower = text.lower() if standing else ""
+    names = {n for n in standing if n in lower}
+    # What each pattern cannot match without (they are case-sensitive).
+    homes = [_POSIX_HOME] if "/home/" in text or "/Users/" in text else []
+    if ":\\" in text or ":/Users" in text:
         homes.append(_WINDOWS_HOME)
     for pattern in homes:
         names.update(m.group(1).lower() for m in pattern.finditer(text) if _is_private_name(m.group(1)))
@@ -686,6 +688,8 @@ def find_private_names(text: str, config: RedactionConfig) -> Iterator[tuple[int
 
 def find_private_domains(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
     domains = [d.strip(".").lower() for d in config.private_domains if d.strip(".")]
+    if not domains:
+        return
     lower = text.lower()
     domains = [d for d in domains if d in lower]
     if not domains:

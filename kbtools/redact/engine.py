@@ -186,19 +186,26 @@ class Redactor:
         # do not map onto the text, and anchored rules fall back to a full scan.
         aligned = len(lower) == len(text)
         woken = set(self._always)
-        for keyword in self._keywords.present(lower):
+        present = self._keywords.present(lower)
+        for keyword in present:
             woken.update(self._by_keyword[keyword])
         wanted = woken.intersection(indices) if len(indices) != len(self.rules) else woken
         # An earlier rule already took this exact span (a token assigned to a secret name matches
         # several assignment rules): a later one would only lose the tie, so its check is skipped.
         taken: set[tuple[int, int]] = set()
         for index in sorted(wanted):
-            for span in self._rule_spans(text, lower if aligned else None, index, self.rules[index], taken):
+            for span in self._rule_spans(text, lower if aligned else None, index, self.rules[index], taken, present):
                 taken.add((span.start, span.end))
                 yield span
 
     def _rule_spans(
-        self, text: str, lower: str | None, index: int, rule: Rule, taken: set[tuple[int, int]] | None = None
+        self,
+        text: str,
+        lower: str | None,
+        index: int,
+        rule: Rule,
+        taken: set[tuple[int, int]] | None = None,
+        present: set[str] | None = None,
     ) -> Iterator[Span]:
         config = self.config
         if rule.finder is not None:
@@ -208,7 +215,7 @@ class Redactor:
             return
         assert rule.regex is not None
         if rule.anchor is not None and lower is not None:
-            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule)
+            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule, present)
         else:
             matches = rule.regex.finditer(text)
         for match in matches:
@@ -271,20 +278,21 @@ _SEPARATOR_AHEAD = re.compile(
 _XML_OPEN_BEHIND = 66  # `<` at most this far before a keyword: maybe an XML element's name
 
 
-def _anchored_matches(text: str, lower: str, rule: Rule) -> Iterator[re.Match[str]]:
+def _anchored_matches(text: str, lower: str, rule: Rule, present: set[str] | None = None) -> Iterator[re.Match[str]]:
     """The matches ``rule.regex.finditer(text)`` would give, tried only at keyword hits.
 
     Each hit is backed up over ``rule.anchor`` characters to the start of its run (the start
     of a name, a local part, an address), where the rule's look-behind can hold; an
     assignment may also start at the opening quote of its key (``"``, ``'``, or JSON-escaped
     ``\\"``), and any token right after a JSON ``\\n``/``\\r``/``\\t``. A run already walked
-    for an earlier hit is not walked again, so a hostile run costs linear time.
+    for an earlier hit is not walked again, so a hostile run costs linear time. ``present``:
+    the keywords the text holds, if known (the others are not looked for).
     """
     assert rule.regex is not None
     back = rule.anchor_set
     assignment = rule.json_quote
     starts: set[int] = set()
-    for keyword in rule.keywords:
+    for keyword in rule.keywords if present is None else [k for k in rule.keywords if k in present]:
         run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:

@@ -878,6 +878,7 @@ RULES: tuple[Rule, ...] = (
         description="the host of a network URL when it has no dot (`http://jenkins:8080/`, "
         "`redis://cache/0`): a name only an internal resolver knows",
         keywords=("://",),
+        anchor=string.ascii_letters,  # back from `://` over the scheme
         pattern=(
             r"(?<![A-Za-z0-9+.-])(?i:https?|wss?|s?ftp|ssh|git|rediss?|postgres(?:ql)?|mysql|mongodb|amqps?|kafka"
             r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)://(?:[^\s/@\"'<>\\]{1,256}@)?+"
