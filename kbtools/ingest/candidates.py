@@ -24,7 +24,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
-from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list, words_of
+from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list
 from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
 from kbtools.ingest.knowledge import has_cjk, knowledge_fields, unique
@@ -194,13 +194,19 @@ def top_words(tokens: list[str], limit: int = KEYWORDS) -> list[str]:
     """:func:`keywords` of already split tokens."""
     # Counted distinct first (in C): a Counter keeps first-seen order, so ties
     # still go to the word seen first.
-    distinct = Counter(tokens)
+    return _top_counted(Counter(tokens), limit)
+
+
+def _top_counted(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
+    """:func:`top_words` of the tokens ``distinct`` counts."""
     if _edge_underscore(distinct):
-        counts: Counter[str] = Counter()
+        counts: dict[str, int] = {}  # a plain dict: Counter's += calls __missing__ per new word
         for token, n in distinct.items():
             if len(token) > 2 and token not in STOPWORDS:
-                counts[token.strip("_")] += n
-        top = [w for w, _ in counts.most_common(limit + 8)]
+                word = token.strip("_")
+                counts[word] = counts.get(word, 0) + n
+        # Counter.most_common: a stable sort, ties in first-seen order.
+        top = [w for w, _ in sorted(counts.items(), key=itemgetter(1), reverse=True)[: limit + 8]]
     else:
         # No token changes when stripped: the counts are the distinct ones, and
         # filtering commutes with the stable sort, so the sort runs in C over all
@@ -263,6 +269,17 @@ class NoteIndex(NamedTuple):
 
 
 # --------------------------------------------------------------------------- candidates
+
+
+def summary(text: str) -> str:
+    """The first ``SUMMARY_CHARS`` of the text with its whitespace runs as single spaces.
+
+    A prefix of the text normalises to a prefix of the whole's normalisation, so a
+    long enough one gives the same characters without splitting all of the text."""
+    head = " ".join(text[: 4 * SUMMARY_CHARS].split())
+    if len(head) >= SUMMARY_CHARS or len(text) <= 4 * SUMMARY_CHARS:
+        return head[:SUMMARY_CHARS]
+    return " ".join(text.split())[:SUMMARY_CHARS]
 
 
 def user_goal(turn: Sequence[KeptRecord]) -> str:
@@ -330,7 +347,8 @@ def _turn_candidates(
     """The candidates of one turn, and whether ``budget`` (characters) cut them off."""
     out: list[dict[str, object]] = []
     whole = "\n".join(render(r.role, r.text) for r in turn)
-    whole_words = words_of(whole)
+    whole_counts = Counter(word_list(whole.lower()))
+    whole_words = set(whole_counts)  # control_plane.words_of(whole)
     signals = technical_signals(whole, whole_words)
     if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
         return out, False
@@ -340,12 +358,16 @@ def _turn_candidates(
             return out, True
         budget -= len(text)
         fp = fingerprint(text)
-        tokens = keyword_tokens(text)
-        words = top_words(tokens)
-        matches = notes.match(words)
         # The chunk's word set: the turn's when it is the whole turn; for ASCII
         # text (NFKC changes nothing) the keyword tokens are the same words.
-        text_words = whole_words if text == whole else set(tokens) if text.isascii() else None
+        text_words: set[str] | None = whole_words
+        if text == whole and text.isascii():
+            counts = whole_counts
+        else:
+            counts = Counter(keyword_tokens(text))
+            text_words = whole_words if text == whole else set(counts) if text.isascii() else None
+        words = _top_counted(counts)
+        matches = notes.match(words)
         # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
         piece_words = text_words if text.isascii() else None
         fields = knowledge_fields(user_goal(turn), chunk.pieces, text, text_words, piece_words)
@@ -363,7 +385,7 @@ def _turn_candidates(
                     "record_type": meta.record_type,
                     "format": meta.format,
                     "text": text,
-                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                    "summary": summary(text),
                     "language": "zh" if has_cjk(text) else "und",
                     "created_at": members[0].created_at or meta.created_at,
                     "updated_at": members[-1].created_at or meta.updated_at,

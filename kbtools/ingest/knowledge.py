@@ -7,6 +7,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
+from typing import Any
 
 from kbtools.ingest.control_plane import word_list, words_of
 
@@ -149,8 +150,9 @@ SENTENCE_FIELDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
 # as a set, intersected with the terms; then each hit's occurrences by find.
 # Word endings that count on their own ("TypeError", "NullPointerException").
 _SUFFIXES = ("error", "errors", "exception", "exceptions")
-# Sentence delimiters: "\n", ". ", "! ", "? ", "。", "！", "？".
-_SENTENCE_BREAK = re.compile(r"\n|[.!?] |[。！？]")
+# Sentence delimiters (none starts like another, none overlaps itself).
+_SENTENCE_BREAKS = ("\n", ". ", "! ", "? ", "。", "！", "？")
+_ASCII_BREAKS = _SENTENCE_BREAKS[:4]
 
 
 def _index_terms() -> tuple[dict[str, tuple[int, ...]], tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
@@ -223,7 +225,13 @@ class _Sentences:
     def __init__(self, text: str) -> None:
         self.text = text
         self.size = len(text)
-        self.at = [m.start() for m in _SENTENCE_BREAK.finditer(text)]  # delimiter offsets, ascending
+        self.at: list[int] = []  # delimiter offsets, ascending (found by str.find: twice as fast as `re`)
+        for mark in _ASCII_BREAKS if text.isascii() else _SENTENCE_BREAKS:
+            pos = text.find(mark)
+            while pos >= 0:
+                self.at.append(pos)
+                pos = text.find(mark, pos + 1)
+        self.at.sort()
 
     def _after(self, j: int) -> int:
         """Where the sentence after delimiter ``j`` starts (". " is two characters, the others one)."""
@@ -365,7 +373,22 @@ def _versions(text: str) -> Iterator[str]:
     if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
         yield from (m.group(0) for m in _VERSIONS.finditer(text))
         return
-    yield from (text[m.start() : m.end()] for m in _VERSIONS_LOW.finditer(low))
+    # ``_VERSIONS_LOW.finditer(low)``, tried only where one of its names occurs (one
+    # Aho-Corasick pass; `re` tries the alternation at every character).
+    done = -1
+    for start in sorted({start for _, start, _ in _version_names().find_matches_as_indexes(low, overlapping=True)}):
+        if start >= done and (m := _VERSIONS_LOW.match(low, start)) is not None:
+            done = m.end()
+            yield text[start:done]
+
+
+@cache
+def _version_names() -> Any:
+    """An automaton of the names a ``_VERSIONS_LOW`` match starts with."""
+    import ahocorasick_rs
+
+    names = "omp opencode codex astro node pnpm java spring docker mysql typescript svelte python".split()
+    return ahocorasick_rs.AhoCorasick(names, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
 def knowledge_fields(
