@@ -22,11 +22,13 @@ connection errors, two SQLite errors) 0.12 or less. On the bundled example sessi
 generated from templates that share much of their wording, 99 % of the pairs of
 different sessions score under 0.18. The threshold sits between.
 
-Clustering is leader-based, in ledger order: a candidate joins the cluster of the
-first earlier leader from another session it is similar to, else it leads a new
-one. So the result is a function of the ledger alone (deterministic), a cluster's id
-is its leader's candidate id (as ``duplicate_of`` names the canonical twin), and one
-similar pair never chains two unrelated clusters together. Feature sets are capped
+Clustering is leader-based: a candidate joins the cluster of the first leader from
+another session it is similar to, else it leads a new one. :func:`cluster` takes a
+whole ledger in ledger order (so its result is a function of the ledger alone);
+:mod:`kbtools.review.cluster_index` places the candidates a run adds with
+:func:`place` against the leaders already there. A cluster's id is its leader's
+candidate id (as ``duplicate_of`` names the canonical twin), and one similar pair
+never chains two unrelated clusters together. Feature sets are capped
 at the :data:`SKETCH` smallest hashes (a bottom-k sketch; exact for turn-sized
 candidates). Which leaders a candidate is compared with is proposed by its rarest
 shingles that another candidate shares (:data:`VOTERS` of them), so the cost per
@@ -39,7 +41,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -49,6 +51,7 @@ MIN_FEATURES = 8  # fewer content shingles than this: too little to compare
 SKETCH = 256
 VOTERS = 24  # a candidate's rarest shared shingles, which propose the leaders to compare with
 CHECKED = 8  # leaders compared exactly, the ones most proposed
+LATER_KEYS = 24  # a leader's rarest shingles, shared or not, it is also posted under (see Table.keys)
 COMMON_SHARE = 0.01
 MIN_COMMON = 3
 _DF_SLOTS = 1 << 22  # counts of shingle hashes modulo this (collisions only make a count higher)
@@ -122,24 +125,146 @@ def containment(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / smaller if smaller else 0.0
 
 
-def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHOLD) -> dict[str, tuple[str, int]]:
-    """Candidate id → (cluster id, cluster size) for every candidate in a cluster of two or more.
+def slots_for(total: int) -> int:
+    """The size of the count table for a ledger of ``total`` candidates (a small one for a small ledger)."""
+    return 1 << max(10, (64 * total).bit_length()) if total < SMALL_LEDGER else _DF_SLOTS
 
-    ``members()`` yields the candidates in ledger order; it is called twice (the first pass
-    counts how many candidates each shingle is in). A candidate's :data:`VOTERS` rarest
-    shingles that some other candidate has too propose the leaders to compare it with, and
-    the :data:`CHECKED` leaders they name most are compared exactly; a leader keeps only the
-    shingles another candidate has, and its feature count."""
+
+class StaleTable(Exception):
+    """The stored counts do not match the candidates they are said to count."""
+
+
+@dataclass
+class Table:
+    """How many candidates have each shingle, counted per slot (hash modulo ``slots``;
+    a collision only makes a count higher), and how many candidates were counted."""
+
+    counts: array[int]
+    slots: int
+    total: int
+
+    @property
+    def cap(self) -> int:
+        """Above this count a shingle is common: left out of every feature set."""
+        return max(MIN_COMMON, math.ceil(COMMON_SHARE * self.total))
+
+    def count(self, feats: Iterable[int], step: int, changes: Counter[int]) -> None:
+        """Count one candidate in (``step`` 1) or out (-1), adding the change to ``changes``."""
+        counts, slots = self.counts, self.slots
+        for h in feats:
+            slot = h % slots
+            if counts[slot] + step < 0:
+                raise StaleTable(slot)
+            counts[slot] += step
+            changes[slot] += step
+        self.total += step
+
+    def lead(self, candidate_id: str, session_key: str, feats: Iterable[int]) -> Lead:
+        """A leader as this table sees it now."""
+        counts, slots, cap = self.counts, self.slots, self.cap
+        kept = [h for h in feats if counts[h % slots] <= cap]
+        return Lead(candidate_id, session_key, frozenset(h for h in kept if counts[h % slots] >= 2), len(kept))
+
+    def view(self, feats: Iterable[int]) -> View | None:
+        """What placing a candidate needs of its features, or None if too few are not common."""
+        counts, slots, cap = self.counts, self.slots, self.cap
+        kept = [h for h in feats if counts[h % slots] <= cap]
+        if len(kept) < MIN_FEATURES:
+            return None
+        shared = frozenset(h for h in kept if counts[h % slots] >= 2)
+        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % slots], h))
+        return View(kept, shared, voters)
+
+    def keys(self, view: View) -> list[int]:
+        """What a leader is posted under: its voters, and its :data:`LATER_KEYS` rarest
+        shingles, shared or not yet, by which a candidate added later (a session that repeats
+        this one) can still find it."""
+        counts, slots = self.counts, self.slots
+        return sorted({*view.voters, *heapq.nsmallest(LATER_KEYS, view.kept, key=lambda h: (counts[h % slots], h))})
+
+
+@dataclass(frozen=True)
+class View:
+    kept: list[int]  # its shingles that are not common
+    shared: frozenset[int]  # those some other candidate has too
+    voters: list[int]  # the rarest of those: they propose the leaders to compare with
+
+
+@dataclass(frozen=True)
+class Lead:
+    """A cluster's leader, as a candidate placed after it is compared with it."""
+
+    candidate_id: str
+    session_key: str
+    shared: frozenset[int]
+    kept: int
+
+
+def place(
+    view: View,
+    session_key: str,
+    votes: Callable[[list[int]], Mapping[int, int]],
+    lead: Callable[[int], Lead | None],
+    threshold: float = THRESHOLD,
+) -> Lead | None:
+    """The leader a candidate joins, or None if it leads a cluster of its own.
+
+    ``votes(voters)`` maps the ledger position of every leader posted under some of the
+    voters to how many; the :data:`CHECKED` named most are compared exactly, and the first
+    of them in ledger order from another session that is similar enough is the one.
+    ``lead(position)`` is the leader at a position."""
+    best = [
+        position
+        for _, position in sorted([(-count, position) for position, count in votes(view.voters).items()])[:CHECKED]
+    ]
+    for position in sorted(best):
+        found = lead(position)
+        if found is None or found.kept < MIN_FEATURES or found.session_key == session_key:
+            continue
+        if len(view.shared & found.shared) / min(len(view.kept), found.kept) >= threshold:
+            return found
+    return None
+
+
+@dataclass
+class Clustering:
+    """The clusters of a ledger, and what placing later candidates needs: the count table,
+    and each leader's posting keys (:meth:`View.keys`)."""
+
+    table: Table
+    joined: dict[str, str]  # candidate id → the leader of its cluster (leaders not included)
+    leads: dict[str, list[int]]  # leader's candidate id → its posting keys
+
+    def assigned(self) -> dict[str, tuple[str, int]]:
+        """Candidate id → (cluster id, cluster size) for every candidate in a cluster of two or more."""
+        sizes = Counter(self.joined.values())
+        out = {cid: (lead, sizes[lead] + 1) for cid, lead in self.joined.items()}
+        out.update((lead, (lead, size + 1)) for lead, size in sizes.items())
+        return out
+
+
+def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHOLD) -> dict[str, tuple[str, int]]:
+    """Candidate id → (cluster id, cluster size) for every candidate in a cluster of two or more."""
+    return cluster(members, threshold).assigned()
+
+
+def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOLD) -> Clustering:
+    """The clusters of the candidates ``members()`` yields in ledger order.
+
+    ``members()`` is called twice (the first pass counts how many candidates each shingle
+    is in). A candidate's :data:`VOTERS` rarest shingles that some other candidate has too
+    propose the leaders to compare it with, and the :data:`CHECKED` leaders they name most
+    are compared exactly; a leader keeps only the shingles another candidate has, and its
+    feature count."""
     first = [member.features() for member in _bounded(members(), SMALL_LEDGER)]
+    slots = slots_for(len(first))
     if len(first) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
-        slots = 1 << max(10, (64 * len(first)).bit_length())
         feature_sets: Iterable[frozenset[int]] = first
     else:
-        slots, first = _DF_SLOTS, []
+        first = []
         feature_sets = (member.features() for member in members())
-    # How many candidates have each shingle, counted per slot (hash modulo slots): exact
-    # counts first (in C), added into their slots whenever they hold _FLUSH_AT hashes, so
-    # memory stays bounded however long the ledger.
+    # Exact counts first (in C), added into their slots whenever they hold _FLUSH_AT hashes,
+    # so memory stays bounded however long the ledger.
     counts = array("I", bytes(4 * slots))
     exact: Counter[int] = Counter()
 
@@ -155,34 +280,24 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
         if len(exact) >= _FLUSH_AT:
             flush()
     flush()
-    cap = max(MIN_COMMON, math.ceil(COMMON_SHARE * total))
-    leaders: list[tuple[str, str, frozenset[int], int]] = []
+    table = Table(counts, slots, total)
+    leaders: dict[int, Lead] = {}
     postings: dict[int, list[int]] = {}
-    joined: dict[str, str] = {}
+    done = Clustering(table, {}, {})
+
+    def posted(voters: list[int]) -> Counter[int]:
+        return Counter(chain.from_iterable(postings.get(h, ()) for h in voters))
+
     for position, member in enumerate(members()):
-        feats = first[position] if first else member.features()
-        kept = [h for h in feats if counts[h % slots] <= cap]
-        if len(kept) < MIN_FEATURES:
+        view = table.view(first[position] if first else member.features())
+        if view is None:
             continue
-        shared = frozenset(h for h in kept if counts[h % slots] >= 2)
-        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % slots], h))
-        votes = Counter(chain.from_iterable(postings.get(h, ()) for h in voters))
-        best = [index for _, index in sorted([(-count, index) for index, count in votes.items()])[:CHECKED]]
-        leader = None
-        for index in sorted(best):  # the first of them in ledger order that is similar enough
-            lead_id, lead_session, lead_shared, lead_count = leaders[index]
-            overlap = len(shared & lead_shared) / min(len(kept), lead_count)
-            if lead_session != member.session_key and overlap >= threshold:
-                leader = lead_id
-                break
+        leader = place(view, member.session_key, posted, leaders.get, threshold)
         if leader is not None:
-            joined[member.candidate_id] = leader
+            done.joined[member.candidate_id] = leader.candidate_id
             continue
-        index = len(leaders)
-        leaders.append((member.candidate_id, member.session_key, shared, len(kept)))
-        for h in voters:
-            postings.setdefault(h, []).append(index)
-    sizes = Counter(joined.values())
-    out = {cid: (lead, sizes[lead] + 1) for cid, lead in joined.items()}
-    out.update((lead, (lead, size + 1)) for lead, size in sizes.items())
-    return out
+        leaders[position] = Lead(member.candidate_id, member.session_key, view.shared, len(view.kept))
+        for h in view.voters:
+            postings.setdefault(h, []).append(position)
+        done.leads[member.candidate_id] = table.keys(view)
+    return done

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -43,16 +44,19 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from kbtools.errors import KbError
 from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, stat_key
 from kbtools.ingest.ledger import SUMMARY_FILE, ledger_path
 from kbtools.review.rows import Row
 
+if TYPE_CHECKING:
+    from kbtools.review.cluster_index import Departed
+
 INDEX_FILE = "search-index.sqlite"
 STAMP_FILE = "search-index.stamp"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights: a word in the topic or goal says more than one in a long reply.
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
@@ -61,7 +65,7 @@ SNIPPET_TOKENS = 14
 LAYERS = ("note", "raw")
 
 _SCHEMA = f"""
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL);
 CREATE TABLE candidate(
     id INTEGER PRIMARY KEY,
     candidate_id TEXT NOT NULL UNIQUE,
@@ -76,9 +80,11 @@ CREATE TABLE candidate(
     cluster_size INTEGER NOT NULL DEFAULT 1,
     title TEXT NOT NULL,
     first_seen TEXT NOT NULL,
-    features BLOB NOT NULL
+    role INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX candidate_line ON candidate(line_hash);
+CREATE TABLE candidate_features(id INTEGER PRIMARY KEY, features BLOB NOT NULL);
+CREATE TABLE cluster_posting(hash INTEGER NOT NULL, lead INTEGER NOT NULL);  -- indexed by the first clustering
 CREATE VIRTUAL TABLE candidate_fts USING fts5(topic, goal, body, conclusions, tokenize='{TOKENIZER}');
 CREATE TABLE doc(
     id INTEGER PRIMARY KEY,
@@ -364,9 +370,11 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             if gone
             else []
         )
+        departed = _departing(con, gone)
         _delete(con, "candidate", gone)
-        moved = [(p, d) for d, p in seen.items() if stored_position[d] != p]
-        con.executemany("UPDATE candidate SET position = ? WHERE line_hash = ?", moved)
+        moved = [(p, known[d]) for d, p in seen.items() if stored_position[d] != p]
+        survivors = [seen[d] for d in sorted(seen, key=stored_position.__getitem__)]  # new places, in the old order
+        con.executemany("UPDATE candidate SET position = ? WHERE id = ?", moved)
         added = 0
         fresh_ids: list[str] = []
         for position, line in enumerate(_ledger_lines(ledger) if fresh_at else ()):
@@ -378,34 +386,14 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             fresh_ids.append(cid)
             prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
             if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
+                departed += _departing(con, [prior[0]])
                 _delete(con, "candidate", [prior[0]])
                 first_seen[cid] = prior[1]
-            columns = _candidate_columns(row)
-            cur = con.execute(
-                "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
-                " position, title, first_seen, features) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    cid,
-                    digest,
-                    str(row.get("tool", "")),
-                    str(row.get("decision", "")),
-                    str(row.get("project_key", "")),
-                    str(row.get("session_key", "")),
-                    str(row.get("created_at", "")),
-                    position,
-                    candidate_title(row),
-                    first_seen.get(cid, run),
-                    _cluster_features(columns),
-                ),
-            )
-            con.execute(
-                "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
-                (cur.lastrowid, *columns),
-            )
+            _insert_candidate(con, row, digest, position, first_seen.get(cid, run))
             added += cid not in first_seen
     removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
     if fresh_ids or gone:
-        _recluster(con)
+        _recluster(con, departed, reordered=any(a > b for a, b in itertools.pairwise(survivors)))
     _set_meta(con, ledger_stamp=ledger_stamp, last_run=run, manifest_version=version)
     con.execute("COMMIT")
     return added, removed, True
@@ -430,29 +418,48 @@ def _manifest_version(output_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _recluster(con: sqlite3.Connection) -> None:
-    """Near-duplicate clusters over the whole ledger (see :mod:`kbtools.review.clusters`),
-    from the normalised words the index already holds of each candidate's prompt and
-    conclusions (root cause, solution, error messages, symptoms: what it found, without
-    the tool chatter of a long turn); only changed rows are written."""
-    from kbtools.review.clusters import Member, clusters
+def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> None:
+    """One candidate into the index: its side-table row (with its clustering features, not
+    placed in a cluster yet) and its FTS row."""
+    columns = _candidate_columns(row)
+    cur = con.execute(
+        "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
+        " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            str(row["candidate_id"]),
+            line_hash,
+            str(row.get("tool", "")),
+            str(row.get("decision", "")),
+            str(row.get("project_key", "")),
+            str(row.get("session_key", "")),
+            str(row.get("created_at", "")),
+            position,
+            candidate_title(row),
+            first_seen,
+        ),
+    )
+    # Apart from the row, so that moving a row (a session before it grew) does not rewrite them.
+    con.execute(
+        "INSERT INTO candidate_features(id, features) VALUES(?, ?)", (cur.lastrowid, _cluster_features(columns))
+    )
+    con.execute(
+        "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
+        (cur.lastrowid, *columns),
+    )
 
-    before = {
-        cid: (cluster_id, size)
-        for cid, cluster_id, size in con.execute("SELECT candidate_id, cluster_id, cluster_size FROM candidate")
-    }
 
-    def members() -> Iterator[Member]:
-        rows = con.execute(
-            "SELECT candidate_id, session_key, features FROM candidate"
-            " WHERE decision != 'duplicate' ORDER BY position"  # an exact duplicate is marked, not clustered
-        )
-        for cid, session, found in rows:
-            yield Member(cid, session, [], found)
+def _departing(con: sqlite3.Connection, ids: Sequence[int]) -> list[Departed]:
+    from kbtools.review.cluster_index import departing
 
-    after = clusters(members)
-    changes = [(*after.get(cid, ("", 1)), cid) for cid, was in before.items() if after.get(cid, ("", 1)) != was]
-    con.executemany("UPDATE candidate SET cluster_id = ?, cluster_size = ? WHERE candidate_id = ?", changes)
+    return departing(con, ids)
+
+
+def _recluster(con: sqlite3.Connection, departed: Sequence[Departed], *, reordered: bool) -> None:
+    """Near-duplicate clusters in step with the candidate rows (see
+    :mod:`kbtools.review.cluster_index`): the rows added placed, those that left forgotten."""
+    from kbtools.review.cluster_index import recluster
+
+    recluster(con, departed, reordered=reordered)
 
 
 def _cluster_features(columns: tuple[str, str, str, str]) -> bytes:
@@ -483,6 +490,8 @@ def _delete(con: sqlite3.Connection, table: str, ids: Sequence[int]) -> None:
         marks = ",".join("?" * len(chunk))
         con.execute(f"DELETE FROM {table} WHERE id IN ({marks})", chunk)
         con.execute(f"DELETE FROM {table}_fts WHERE rowid IN ({marks})", chunk)
+        if table == "candidate":
+            con.execute(f"DELETE FROM candidate_features WHERE id IN ({marks})", chunk)
 
 
 # --------------------------------------------------------------------------- notes and raw evidence

@@ -88,12 +88,12 @@ def test_an_output_folder_owned_by_another_user_is_refused(env: IngestEnv) -> No
 
 @pytest.fixture
 def small_disk(env: IngestEnv) -> Iterator[Path]:
-    """The output folder on a tmpfs of 256 KiB (needs root and mount)."""
+    """The output folder on a tmpfs of 320 KiB (needs root and mount)."""
     env.out.mkdir(parents=True)
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
     proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(env.out)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=320k,mode=0700", "tmpfs", str(env.out)], capture_output=True
     )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode(errors='replace').strip()}")
@@ -121,7 +121,7 @@ def test_a_full_disk_is_one_clear_line_no_temp_file_stays_and_the_ledgers_are_in
     _long_sessions(env, 2)
     env.run()
     before = _snapshot(small_disk)
-    _long_sessions(env, 60)  # far more than 256 KiB of candidates
+    _long_sessions(env, 60)  # far more than 320 KiB of candidates
     result = run_kb(*env.args())
     assert result.code == 2, result.err
     line = _one_error_line(result.err)
