@@ -253,3 +253,18 @@ def test_counts_that_do_not_add_up_are_computed_anew(review_kb: ReviewKb) -> Non
     assert state(review_kb)["since"] == 0 and state(review_kb)["built"] == 16
     assert_a_clustering(review_kb)
     assert clustered(review_kb) == from_scratch(review_kb)
+
+
+def test_a_ledger_rewritten_in_another_order_is_clustered_anew(review_kb: ReviewKb) -> None:
+    """Placing one run at a time assumes the candidates that stay keep their order; a ledger
+    rewritten otherwise (by hand: reversed, one line gone) has its clusters computed anew."""
+    grown(review_kb)
+    write_omp_session(review_kb.env.omp, POOL_AGAIN, session_id="s-pool-2", cwd="/home/bob/api", started=LATER)
+    review_kb.ingest()
+    assert state(review_kb)["since"] == 1
+    rows = review_kb.env.rows("candidates")
+    review_kb.env.write_rows("candidates", list(reversed(rows))[1:])
+    assert review_kb.kb("candidates", "list").code == 0
+    assert state(review_kb)["since"] == 0 and state(review_kb)["built"] == len(rows) - 1
+    assert_a_clustering(review_kb)
+    assert clustered(review_kb) == from_scratch(review_kb)
