@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kbtools.cli.plain import plain_command
 
     command = plain_command(args)
-    return _guarded(command or (lambda: _typer_main(args)), debug)
+    return guarded(command or (lambda: _typer_main(args)), debug)
 
 
 def _typer_main(args: list[str]) -> int:
@@ -112,7 +112,7 @@ def _typer_main(args: list[str]) -> int:
     return int(result) if isinstance(result, int) else int(ExitCode.OK)
 
 
-def _guarded(command: Callable[[], int], debug: bool) -> int:
+def guarded(command: Callable[[], int], debug: bool) -> int:
     """Run a command; an error the user can act on is one line, a bug one line unless ``debug``."""
     try:
         code = command()

@@ -51,6 +51,19 @@ class FileSource:
         self.root = root
         self.index = index  # None: the work tree
         self._reader: BlobReader | None = None
+        self._known: dict[str, bytes] = {}  # staged bytes already read (by the history), by path
+
+    @property
+    def reader(self) -> BlobReader:
+        """The one ``git cat-file --batch`` of this lint (started on first use)."""
+        if self._reader is None:
+            self._reader = BlobReader(self.root)
+        return self._reader
+
+    def know(self, rel: str, data: bytes) -> None:
+        """``data`` is what the index holds at ``rel``: :meth:`read` need not ask git again."""
+        if self.index is not None:
+            self._known[rel] = data
 
     def chunks(self, rel: str) -> Iterator[bytes]:
         if self.index is None:
@@ -60,9 +73,7 @@ class FileSource:
             raise OSError(errno.ENOENT, "not in the index", rel)
         if entry.kind != "file":
             raise OSError(errno.EINVAL, f"not a regular file ({entry.kind})", rel)
-        if self._reader is None:
-            self._reader = BlobReader(self.root)
-        pieces = self._reader.chunks(entry.oid)
+        pieces = self.reader.chunks(entry.oid)
         if pieces is None:
             raise OSError(errno.ENOENT, "blob missing", rel)
         return pieces
@@ -70,7 +81,8 @@ class FileSource:
     def read(self, rel: str) -> bytes:
         if self.index is None:
             return read_regular(os.path.join(str(self.root), rel))
-        return b"".join(self.chunks(rel))
+        known = self._known.get(rel)
+        return known if known is not None else b"".join(self.chunks(rel))
 
     def hash_and_head(self, rel: str) -> tuple[str, bytes]:
         """sha256 of every byte and the first :data:`HEAD_BYTES`, reading in chunks."""
@@ -303,9 +315,13 @@ def build_context(layout: Layout, mode: LintMode, families: frozenset[str]) -> L
         ]
     )
     tracked = [ctx.rel(layout.raw_manifest), ctx.rel(layout.log), ctx.rel(layout.index), CONFIG_FILE]
-    ctx.history = load_history(layout.root, mode, ctx.repo, paths, tracked)
-    if mode.staged and ctx.repo.head is not None:
-        ctx.scope = _staged_scope(ctx)
+    ctx.history = load_history(layout.root, mode, ctx.repo, paths, tracked, lambda spec: files.reader.read(spec))
+    if mode.staged:
+        for (side, rel), data in ctx.history.steps[0].texts.items():
+            if side == "new" and data is not None:
+                files.know(rel, data)  # the staged manifest, index and log: read once
+        if ctx.repo.head is not None:
+            ctx.scope = _staged_scope(ctx)
     return ctx
 
 

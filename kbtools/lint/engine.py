@@ -108,19 +108,39 @@ def changed_lines(ctx: LintContext) -> ChangedLines:
     if ctx.mode.whole:
         yield from every_line(ctx, manifests)
         return
+    patched = paths
     if ctx.mode.history:
         args = ["log", "--root", ctx.mode.log_range, "--", *paths]
-    elif ctx.mode.staged:
-        args = ["diff", "--cached", base, "--", *paths]
     else:
-        args = ["diff", base, "--", *paths]
-    for _, path, lines in added_lines(root, args):
-        if path not in manifests:
-            yield path, lines
+        changed = _changed_paths(ctx, manifests)
+        if changed is not None:
+            patched = [f":(literal){p}" for p in changed]
+        args = ["diff", *(["--cached"] if ctx.mode.staged else []), base, "--", *patched]
+    if patched:  # none: nothing changed, no patch to ask for (an empty pathspec is the whole repository)
+        for _, path, lines in added_lines(root, args):
+            if path not in manifests:
+                yield path, lines
     if not ctx.mode.history and not ctx.mode.staged:
         for rel in untracked_files(root, paths):
             if rel not in manifests:
                 yield from _file_pieces(ctx, rel)
+
+
+def _changed_paths(ctx: LintContext, manifests: set[str]) -> list[str] | None:
+    """The raw and note files the history step changed (both sides of a rename), for the
+    patch to name instead of the two folders: git then reads and compares only those, and
+    nothing at all when none changed. None (ask for the folders) when there are many."""
+    if ctx.history is None:
+        return None
+    prefixes = (ctx.raw_prefix + "/", ctx.note_prefix + "/")
+    changed = [
+        p
+        for f in ctx.history.steps[0].files
+        if f.status[0] != "D"
+        for p in (f.old_path, f.path)
+        if p is not None and p.startswith(prefixes) and p not in manifests
+    ]
+    return list(dict.fromkeys(changed)) if len(changed) <= 200 else None
 
 
 def _file_pieces(ctx: LintContext, rel: str) -> ChangedLines:

@@ -23,6 +23,7 @@ old and new manifest/log/index texts), never once per file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,11 @@ from kbtools.gitio import (
     commit_changes,
     diff_status,
     git,
-    read_blobs,
     tree_diff,
 )
 from kbtools.kb.tree import read_regular
+
+ReadBlob = Callable[[str], bytes | None]  # a blob by name (see kbtools.gitio.BlobReader), None when missing
 
 WORK_TREE = None  # a Step's ``new_rev`` for "the files on disk"
 INDEX = ""  # a Step's ``new_rev`` for "the index"
@@ -100,9 +102,12 @@ class History:
     rewrite: Step | None = None  # REV vs HEAD when REV is not an ancestor of HEAD
 
 
-def load_history(root: Path, mode: LintMode, state: RepoState, paths: list[str], tracked: list[str]) -> History:
+def load_history(
+    root: Path, mode: LintMode, state: RepoState, paths: list[str], tracked: list[str], read: ReadBlob
+) -> History:
     """Steps of ``mode`` limited to ``paths``; for each step, old/new bytes of every
-    ``tracked`` file (manifest, log, index, ``.kb.yaml``) that the step changed.
+    ``tracked`` file (manifest, log, index, ``.kb.yaml``) that the step changed, each read
+    by ``read`` (a blob by name, None when missing: the lint's one ``git cat-file``).
     """
     try:
         rewrite: Step | None = None
@@ -112,7 +117,7 @@ def load_history(root: Path, mode: LintMode, state: RepoState, paths: list[str],
         else:
             files = diff_status(root, staged=mode.staged, base=state.head, paths=paths)
             steps = [Step(state.head, INDEX if mode.staged else WORK_TREE, tuple(files))]
-        with_texts = _with_texts(root, steps + ([rewrite] if rewrite else []), tracked)
+        with_texts = _with_texts(root, steps + ([rewrite] if rewrite else []), tracked, read)
         if rewrite is not None:
             return History(tuple(with_texts[:-1]), with_texts[-1])
         return History(tuple(with_texts))
@@ -179,7 +184,7 @@ def _resolve(root: Path, since: str, shallow: set[str]) -> str:
         raise ConfigError(f"unknown revision '{since}'", "--since") from None
 
 
-def _with_texts(root: Path, steps: list[Step], tracked: list[str]) -> list[Step]:
+def _with_texts(root: Path, steps: list[Step], tracked: list[str], read: ReadBlob) -> list[Step]:
     wanted: list[tuple[int, str, str, str | None]] = []  # (step, side, rel, spec or None=disk)
     for i, step in enumerate(steps):
         for rel in tracked:
@@ -191,7 +196,7 @@ def _with_texts(root: Path, steps: list[Step], tracked: list[str]) -> list[Step]
             if status.status[0] != "D":
                 new_spec = None if step.new_rev is WORK_TREE else f"{step.new_rev}:./{rel}"
                 wanted.append((i, "new", rel, new_spec))
-    blobs = read_blobs(root, [spec for _, _, _, spec in wanted if spec is not None])
+    blobs = {spec: read(spec) for _, _, _, spec in wanted if spec is not None}
     for i, side, rel, spec in wanted:
         if spec is None:
             try:

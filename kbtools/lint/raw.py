@@ -200,9 +200,7 @@ def _config_moves(ctx: LintContext, step: Step, label: str) -> list[Problem]:
 
 
 def _in_tree(ctx: LintContext, rev: str, rel: str) -> bool:
-    from kbtools.gitio import read_blobs
-
-    return bool(rel) and read_blobs(ctx.layout.root, [f"{rev}:./{rel}"]).get(f"{rev}:./{rel}") is not None
+    return bool(rel) and ctx.files.reader.read(f"{rev}:./{rel}") is not None
 
 
 def evidence_paths(text: str | None) -> dict[str, str]:

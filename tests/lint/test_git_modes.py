@@ -236,3 +236,44 @@ def test_staged_manifest_line_without_its_staged_file_is_caught(tmp_path):
     assert found == ["manifest points to missing raw file: zh-cn/source-3.md (not staged)"]
     kb.stage(kb.raw_path("source-3"))
     assert problems(lint(kb, "--staged")) == []
+
+
+def _git_calls(kb, tmp_path, *args: str) -> tuple[object, list[str]]:
+    """`kb ARGS` as a process whose `git` is a wrapper logging each invocation, then the real git."""
+    import os
+    import shutil
+
+    real = shutil.which("git")
+    bin_dir = tmp_path / "logging-git"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "git-calls.log"
+    log.write_text("")
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    result = run_kb_process(*args, cwd=kb.root, env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    return result, log.read_text().splitlines()
+
+
+def test_git_is_asked_for_a_patch_only_of_changed_files_and_blobs_through_one_reader(tmp_path):
+    from tests.testing.secrets import make_secret
+
+    kb = make_kb(tmp_path / "kb")
+    (kb.root / "scratch").mkdir()
+    (kb.root / "scratch/untracked.txt").write_text(f"token {make_secret('github-classic')}\n")  # not KB content
+    result, calls = _git_calls(kb, tmp_path, "lint")
+    assert result.code == 0, result.err
+    assert not [c for c in calls if " -p " in f" {c} "], calls  # nothing changed: no patch to scan
+    kb.add_raw("source-9", body="# nine\n\nNew evidence.\n")
+    kb.write_index()
+    kb.git("add", "-A")
+    result, calls = _git_calls(kb, tmp_path, "lint", "--staged")
+    assert result.code == 0, result.err
+    patches = [c for c in calls if " -p " in f" {c} "]
+    assert len(patches) == 1 and patches[0].endswith(f":(literal){RAW_DIR}/zh-cn/source-9.md"), calls
+    assert sum(c == "cat-file --batch" for c in calls) == 1, calls  # history texts and staged blobs alike
+    # the same added lines are scanned as when the patch names the folders: a secret is found
+    kb.add_raw("source-10", body=f"# ten\n\ntoken {make_secret('github-classic')}\n")
+    kb.git("add", "-A")
+    result, _ = _git_calls(kb, tmp_path, "lint", "--staged", "--only", "secrets")
+    assert result.code == 1 and "secret in src/content/raw/zh-cn/source-10.md:11" in result.err, result.err
