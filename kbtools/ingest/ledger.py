@@ -1,4 +1,4 @@
-"""The ingest ledgers on disk: field order, streaming readers, crash-safe writers, the lock.
+"""The ingest ledgers on disk: their files, paths and lines (read by ledger_read, written by ledger_write).
 
 Files in the output directory (directories 0700, files 0600):
 

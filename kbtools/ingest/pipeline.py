@@ -256,7 +256,7 @@ def run_ingest(
             ledger.remove_stale_files(out)
             sink = WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
-        state = _RunState(run_id, run_at, request, sink, ctx, prior)
+        state = _RunState(request, sink, ctx, prior)
         counts = state.counts
         refs = discover(request.settings)
         if on_discovered is not None:
@@ -319,16 +319,8 @@ def run_ingest(
 class _RunState:
     """What the loop accumulates: dedup, counts, journal cadence, seen identities."""
 
-    def __init__(
-        self,
-        run_id: str,
-        run_at: str,
-        request: IngestRequest,
-        sink: WriteSink | None,
-        ctx: ProcessContext,
-        prior: PriorState,
-    ) -> None:
-        self.run_id, self.run_at, self.request, self.ctx, self.prior = run_id, run_at, request, ctx, prior
+    def __init__(self, request: IngestRequest, sink: WriteSink | None, ctx: ProcessContext, prior: PriorState) -> None:
+        self.request, self.ctx, self.prior = request, ctx, prior
         self.sink = sink  # None: a dry run
         self.counts = Counts()
         self.dedup = Deduplicator()
@@ -382,7 +374,7 @@ class _RunState:
             self.prior,
             digest,
             self.ctx,
-            run_at=self.run_at,
+            run_at=self.ctx.run_at,
             status=digest.parse_status if digest.from_journal else "unchanged",
             skip_reason=None,
             created_at=outcome.created_at,
@@ -433,4 +425,4 @@ class _RunState:
         self.sink.persist_partial()
         self.batches += 1
         self.journalled = 0
-        write_checkpoint(self.request.layout.checkpoint, self.run_id, self.counts, self.batches, self.last_key)
+        write_checkpoint(self.request.layout.checkpoint, self.sink.run_id, self.counts, self.batches, self.last_key)

@@ -85,10 +85,7 @@ def prior_rows(
         rows.lines_digest = digest.rows_digest
         # Their dedup keys: from the key cache (see StoredKeys), else read off the lines.
         blob = prior.key_cache.get(digest.rows_digest, b"")
-        try:
-            cached = marshal.loads(blob) if blob else None
-        except (ValueError, EOFError, TypeError):
-            cached = None  # a damaged entry is a miss
+        cached = marshal.loads(blob) if blob else None  # whole: the key cache file is checksummed
         if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
             rows.stored_keys, rows.stored_blob = StoredKeys._make(cached), blob
         else:
