@@ -31,11 +31,7 @@ from kbtools.ingest.knowledge import has_cjk, knowledge_fields, unique
 from kbtools.ingest.rows import ordered
 
 MIN_TURN_CHARS = 120
-SNIPPET_CHARS = 500
-USER_GOAL_CHARS = 1_200
 SUMMARY_CHARS = 300
-FIELD_SNIPPETS = 3
-ENV_MATCHES = 12
 KEYWORDS = 12
 NOTE_MATCHES = 3
 # A note matches when it shares at least this many of the turn's keywords.

@@ -842,7 +842,7 @@ RULES: tuple[Rule, ...] = (
         category=HOST_CATEGORY,
         description="public IPv4 addresses (a transcript's addresses are its owner's servers); not "
         "`0.0.0.0`, netmasks, documentation ranges or well-known public resolvers (`8.8.8.8`, `1.1.1.1`)",
-        keywords=(".",),
+        keywords=tuple(f"{d}." for d in string.digits),  # the first octet's dot
         finder=find_public_ipv4,
         true_positives=(("ssh to 203.0.114.7 failed", "203.0.114.7"), ("peer 34.120.9.1:443", "34.120.9.1")),
         false_positives=(
