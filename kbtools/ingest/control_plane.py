@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Any
 
 # Bump on any change to the rules below: stored candidates checked under another
 # version are checked again (see the pipeline's trusted rows).
@@ -109,17 +110,17 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], str, int], ...] = (
 
 _LEADING_SPACE = re.compile(r"\s*")
 
-_Compiled = tuple[
-    re.Pattern[str], re.Pattern[str], tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], re.Pattern[str]
-]
+_Compiled = tuple[re.Pattern[str], re.Pattern[str], tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], Any]
 
 
 @cache
 def _rules() -> _Compiled:
     """(prefix rules, start rules, body rules behind their literals, every literal at once)."""
+    import ahocorasick_rs
+
     body = tuple((keys, re.compile(pattern, flags)) for keys, pattern, flags in _BODY_RULES)
-    # Every prefilter literal at once (a case-sensitive literal alternation is fast in `re`).
-    any_key = re.compile("|".join(re.escape(key) for keys, _, _ in _BODY_RULES for key in keys))
+    # Every prefilter literal at once: one Aho-Corasick pass (twice as fast as their alternation in `re`).
+    any_key = ahocorasick_rs.AhoCorasick([key for keys, _, _ in _BODY_RULES for key in keys])
     return re.compile(_PREFIX_RULES, _I), re.compile(_START_RULES, _I), body, any_key
 
 
@@ -130,7 +131,7 @@ def is_internal_text(text: str) -> bool:
     if prefix_rules.match(text[start : start + PREFIX_WINDOW]) or start_rules.match(text):
         return True
     low = "\n" + text.lower()
-    if not any_key.search(low):
+    if not any_key.find_matches_as_indexes(low):
         return False
     return any(any(key in low for key in keys) and rule.search(text) for keys, rule in body_rules)
 

@@ -209,6 +209,7 @@ RULES: tuple[Rule, ...] = (
         category=CREDENTIAL,
         description="URL with a userinfo password (`scheme://user:pass@host/…`); the whole URL",
         keywords=("://",),
+        anchor=HOST_CHARS + "+",  # back from `://` over the scheme
         pattern=(
             r"(?<![A-Za-z0-9+.\\-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
             r"(?P<user>[^\s/@:\"'`<>\\]{0,256}):(?P<password>[^\s/@\"'`<>\\]{1,8192})@"
