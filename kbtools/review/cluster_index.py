@@ -18,9 +18,10 @@ import sqlite3
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 from kbtools.review import clusters as algo
 
@@ -44,22 +45,27 @@ class Departed:
     candidate_id: str
     decision: str
     role: int
+    cluster_id: str
     features: bytes
 
 
 def departing(con: sqlite3.Connection, ids: Sequence[int]) -> list[Departed]:
     """The rows ``ids`` as the clusters need to forget them (call before deleting them)."""
-    out: list[Departed] = []
-    for chunk in _chunks(ids):
-        out.extend(
-            Departed(*row)
-            for row in con.execute(
-                "SELECT c.id, c.candidate_id, c.decision, c.role, f.features FROM candidate c"
-                f" JOIN candidate_features f ON f.id = c.id WHERE c.id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-        )
-    return out
+    sql = (
+        "SELECT c.id, c.candidate_id, c.decision, c.role, c.cluster_id, f.features FROM candidate c"
+        " JOIN candidate_features f ON f.id = c.id WHERE c.id IN"
+    )
+    return [Departed(*row) for row in select_in(con, sql, ids)]
+
+
+def select_in(
+    con: sqlite3.Connection, sql: str, values: Sequence[object], args: Sequence[object] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql``, which ends with ``IN`` (its other ``?`` given ``args``), for each
+    of ``values``: a chunk of them at a time, within SQLite's limit on parameters."""
+    for start in range(0, len(values), _CHUNK):
+        chunk = list(values[start : start + _CHUNK])
+        yield from con.execute(f"{sql} ({','.join('?' * len(chunk))})", [*args, *chunk])
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
@@ -83,12 +89,17 @@ class _Row:
         self.was = (self.role, self.cluster_id, self.cluster_size)
 
 
-def _rows(con: sqlite3.Connection) -> list[_Row]:
+_ROW_COLUMNS = "id, candidate_id, session_key, position, decision, role, cluster_id, cluster_size"
+
+
+def _rows(con: sqlite3.Connection, where: str = "1") -> list[_Row]:
+    return [_Row(*row) for row in con.execute(f"SELECT {_ROW_COLUMNS} FROM candidate WHERE {where}")]
+
+
+def _rows_of(con: sqlite3.Connection, where: str, args: Sequence[object], values: Sequence[str]) -> list[_Row]:
+    """The rows where ``where`` (its ``?`` given ``args``) and the column it ends with is one of ``values``."""
     return [
-        _Row(*row)
-        for row in con.execute(
-            "SELECT id, candidate_id, session_key, position, decision, role, cluster_id, cluster_size FROM candidate"
-        )
+        _Row(*row) for row in select_in(con, f"SELECT {_ROW_COLUMNS} FROM candidate WHERE {where} IN", values, args)
     ]
 
 
@@ -142,10 +153,11 @@ def rebuild(con: sqlite3.Connection) -> None:
 
 def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[Departed]) -> bool:
     """Place the new candidates, and the members of leaders that left; False if the clusters
-    are due to be computed from scratch instead."""
-    rows = _rows(con)
+    are due to be computed from scratch instead. Reads and writes only the rows placed and
+    those of the clusters they join or leave, not the whole table."""
     gone_leads = {d.candidate_id for d in departed if d.role == LEAD}
-    batch = [row for row in rows if row.role == FRESH or (row.role == MEMBER and row.cluster_id in gone_leads)]
+    batch = _rows(con, f"role = {FRESH}")
+    batch += _rows_of(con, "role = ? AND cluster_id", [MEMBER], sorted(gone_leads))
     if state["since"] + len(batch) > state["built"] // 2:
         return False
     found = _read_table(con, state)
@@ -164,24 +176,30 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     # The postings of leaders that left go first: a row inserted since may have one's id.
     for chunk in _chunks([d.row_id for d in departed if d.role == LEAD]):
         con.execute(f"DELETE FROM cluster_posting WHERE lead IN ({','.join('?' * len(chunk))})", chunk)
-    by_id = {row.row_id: row for row in rows}
-    at = {row.position: row for row in rows}
+    named: dict[int, tuple[int, str, str]] = {}  # position → (row id, candidate id, session) of a leader
     leads: dict[int, algo.Lead] = {}
 
     def posted(voters: list[int]) -> dict[int, int]:
         """Leader position → votes from the postings of the leaders there."""
         if not voters:
             return {}
-        marks = ",".join("?" * len(voters))
-        found = con.execute(f"SELECT lead, COUNT(*) FROM cluster_posting WHERE hash IN ({marks}) GROUP BY lead", voters)
-        return {by_id[lead].position: count for lead, count in found if lead in by_id and by_id[lead].role == LEAD}
+        votes: dict[int, int] = {}
+        for row_id, position, cid, session, count in con.execute(
+            "SELECT p.lead, c.position, c.candidate_id, c.session_key, COUNT(*) FROM cluster_posting p"
+            f" JOIN candidate c ON c.id = p.lead WHERE p.hash IN ({','.join('?' * len(voters))}) AND c.role = ?"
+            " GROUP BY p.lead",
+            (*voters, LEAD),
+        ):
+            named[position] = (row_id, cid, session)
+            votes[position] = count
+        return votes
 
     def lead(position: int) -> algo.Lead:
-        row = at[position]
-        if row.row_id not in leads:
-            feats = features.get(row.row_id) or _features(con, [row.row_id])[row.row_id]
-            leads[row.row_id] = table.lead(row.candidate_id, row.session_key, feats)
-        return leads[row.row_id]
+        row_id, cid, session = named[position]
+        if row_id not in leads:
+            feats = features.get(row_id) or _features(con, [row_id])[row_id]
+            leads[row_id] = table.lead(cid, session, feats)
+        return leads[row_id]
 
     for row in sorted(batch, key=lambda r: r.position):
         view = table.view(features[row.row_id]) if row.decision != "duplicate" else None
@@ -192,9 +210,29 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
             row.role, row.cluster_id = MEMBER, leader.candidate_id
         else:
             row.role, row.cluster_id = LEAD, ""
+            # A leader from now on, for the rows placed after it (posted() reads the table).
+            con.execute("UPDATE candidate SET role = ? WHERE id = ?", (LEAD, row.row_id))
             con.executemany(
                 "INSERT INTO cluster_posting(hash, lead) VALUES(?, ?)", ((h, row.row_id) for h in table.keys(view))
             )
+    # The clusters whose size changed: those joined, and those a member left (not those whose
+    # leader left: their members were all placed again).
+    touched = {row.cluster_id for row in batch if row.role == MEMBER}
+    touched |= {d.cluster_id for d in departed if d.role == MEMBER and d.cluster_id not in gone_leads}
+    touched.discard("")
+    rows = {row.row_id: row for row in _rows_of(con, "cluster_id", [], sorted(touched))}
+    rows.update((row.row_id, row) for row in _rows_of(con, "candidate_id", [], sorted(touched)))
+    rows.update((row.row_id, row) for row in batch)  # as placed, not as stored
+    _write_rows(con, list(rows.values()), _cluster_sizes(rows.values()))
+    _write_changes(con, table, {slot: n for slot, n in changes.items() if n})
+    _set_state(con, {**state, "total": table.total, "since": state["since"] + len(batch)})
+    return True
+
+
+def _cluster_sizes(rows: Iterable[_Row]) -> dict[str, tuple[str, int]]:
+    """Candidate id → (cluster id, cluster size) of each row, from the roles of ``rows``: every
+    row of the clusters they are in (members and leaders alike)."""
+    rows = list(rows)
     sizes = Counter(row.cluster_id for row in rows if row.role == MEMBER)
     wanted = {}
     for row in rows:
@@ -204,19 +242,12 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
             wanted[row.candidate_id] = (row.candidate_id, sizes[row.candidate_id] + 1)
         else:
             wanted[row.candidate_id] = ("", 1)
-    _write_rows(con, rows, wanted)
-    _write_changes(con, table, {slot: n for slot, n in changes.items() if n})
-    _set_state(con, {**state, "total": table.total, "since": state["since"] + len(batch)})
-    return True
+    return wanted
 
 
 def _features(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, frozenset[int]]:
-    out: dict[int, frozenset[int]] = {}
-    for chunk in _chunks(ids):
-        marks = ",".join("?" * len(chunk))
-        for row_id, packed in con.execute(f"SELECT id, features FROM candidate_features WHERE id IN ({marks})", chunk):
-            out[row_id] = algo.unpack(packed)
-    return out
+    sql = "SELECT id, features FROM candidate_features WHERE id IN"
+    return {row_id: algo.unpack(packed) for row_id, packed in select_in(con, sql, ids)}
 
 
 def _write_rows(con: sqlite3.Connection, rows: Sequence[_Row], wanted: dict[str, tuple[str, int]]) -> None:

@@ -39,7 +39,7 @@ import os
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,10 +53,11 @@ from kbtools.review.rows import Row
 
 if TYPE_CHECKING:
     from kbtools.review.cluster_index import Departed
+    from kbtools.review.source_sync import LedgerSource
 
 INDEX_FILE = "search-index.sqlite"
 STAMP_FILE = "search-index.stamp"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights: a word in the topic or goal says more than one in a long reply.
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
@@ -84,6 +85,13 @@ CREATE TABLE candidate(
 );
 CREATE INDEX candidate_line ON candidate(line_hash);
 CREATE TABLE candidate_features(id INTEGER PRIMARY KEY, features BLOB NOT NULL);
+CREATE TABLE ledger_source(
+    source_key TEXT PRIMARY KEY,
+    rows_digest TEXT NOT NULL,
+    first INTEGER NOT NULL,
+    last INTEGER NOT NULL,
+    ids BLOB NOT NULL
+);  -- see kbtools.review.source_sync
 CREATE TABLE cluster_posting(hash INTEGER NOT NULL, lead INTEGER NOT NULL);  -- indexed by the first clustering
 CREATE VIRTUAL TABLE candidate_fts USING fts5(topic, goal, body, conclusions, tokenize='{TOKENIZER}');
 CREATE TABLE doc(
@@ -108,6 +116,7 @@ class IndexUpdate:
     added: int
     removed: int
     ledger_read: bool
+    lines_read: int = 0  # ledger lines read (only those of the sources that changed, if ingest vouches for the rest)
     docs_changed: int = 0
     clusters: int = 0  # clusters of two or more candidates, after the update
     clustered: int = 0  # candidates in them
@@ -282,12 +291,14 @@ def _open_ledger(path: Path) -> Iterator[IO[bytes]]:
         yield fh
 
 
-def _ledger_lines(ledger: IO[bytes]) -> Iterator[bytes]:
-    """The non-blank lines of ``ledger``, from its start."""
+def _ledger_lines(ledger: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of ``ledger`` from its start, each with its offset."""
     ledger.seek(0)
+    offset = 0
     for line in ledger:
         if line.strip():
-            yield line
+            yield offset, line
+        offset += len(line)
 
 
 def _as_text(value: Any) -> str:
@@ -324,103 +335,147 @@ def last_run_id(output_dir: Path) -> str:
     return found.group(1) if found else datetime.now(UTC).strftime("kb-review-%Y%m%dT%H%M%S%fZ")
 
 
-def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | None) -> tuple[int, int, bool]:
-    """Bring the candidate rows in step with the ledger: (added, removed, ledger read)."""
+def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | None) -> tuple[int, int, int]:
+    """Bring the candidate rows in step with the ledger: (added, removed, lines read, or -1 if
+    the ledger was not read). Stamps the index when it wrote to it."""
+    from kbtools.review import source_sync
+
     path = ledger_path(output_dir, "candidates")
-    try:
-        ledger_stamp = json.dumps(list(stat_key(path.stat())))
-    except FileNotFoundError:
-        ledger_stamp = ""
     run = run_id or last_run_id(output_dir)
-    version = _manifest_version(output_dir)
-    if ledger_stamp and (
-        ledger_stamp == _meta(con, "ledger_stamp")
-        or (version == _meta(con, "manifest_version") and _size(ledger_stamp) == _size(_meta(con, "ledger_stamp")))
-    ):
-        # The same lines: an unchanged rerun rewrites the ledger (a new inode) with the same bytes.
-        if run_id and run_id != _meta(con, "last_run") or ledger_stamp != _meta(con, "ledger_stamp"):
+    with _open_ledger(path) as ledger:
+        # One version of the ledger, whatever is renamed over it meanwhile.
+        try:
+            ledger_stamp = json.dumps(list(stat_key(os.fstat(ledger.fileno()))))
+        except (OSError, ValueError, io.UnsupportedOperation):  # no ledger yet
+            ledger_stamp = ""
+        if ledger_stamp and ledger_stamp == _meta(con, "ledger_stamp"):  # the very file indexed last
+            if run_id and run_id != _meta(con, "last_run"):
+                con.execute("BEGIN IMMEDIATE")
+                _set_meta(con, last_run=run_id)
+                con.execute("COMMIT")
+                _stamp(index_path(output_dir), output_dir)
+            return 0, 0, -1
+        sources = source_sync.vouched_sources(output_dir, ledger)
+        plan = source_sync.plan(con, ledger, sources, _line_hash) if sources is not None else None
+        if plan is not None:
             con.execute("BEGIN IMMEDIATE")
-            _set_meta(con, last_run=run_id or _meta(con, "last_run"), ledger_stamp=ledger_stamp)
-            con.execute("COMMIT")
-            _stamp(index_path(output_dir), output_dir)
-        return 0, 0, False
+            done = _write_candidates(con, plan.gone, plan.moved, plan.fresh, run)
+            plan.inserted(done.ids)
+            if done.replaced:  # a hand-made duplicate id: lines and rows no longer one to one
+                source_sync.write_sources(con, [], replace_all=True)
+            else:
+                source_sync.forget(con, plan.gone_keys)
+                source_sync.write_sources(con, plan.sources, replace_all=False)
+            reordered = False
+            read = sum(len(source.starts) - 1 for source, _, _ in plan.sources) if plan.sources else -1
+        else:
+            done, reordered, read = _sync_every_line(con, ledger, sources, run)
+    if any(done.ids) or done.departed:
+        _recluster(con, done.departed, reordered=reordered)
+    _set_meta(con, ledger_stamp=ledger_stamp, last_run=run)
+    con.execute("COMMIT")
+    _stamp(index_path(output_dir), output_dir)
+    return done.added, done.removed, read
+
+
+@dataclass
+class _Written:
+    """What :func:`_write_candidates` did."""
+
+    added: int  # candidates new to the index (not a changed line of one it had)
+    removed: int
+    departed: list[Departed]  # the rows deleted, as the clusters knew them
+    ids: list[int]  # the row id of each fresh line, 0 for a line not indexed (malformed)
+    replaced: bool  # a fresh line took the place of a row with its candidate id
+
+
+def _write_candidates(
+    con: sqlite3.Connection,
+    gone: Sequence[int],
+    moved: Sequence[tuple[int, int]],
+    fresh: Iterable[tuple[bytes, str, int]],
+    run: str,
+) -> _Written:
+    """Inside the caller's transaction: the rows ``gone`` deleted, those ``moved`` given their
+    new position, and each fresh line (line, its hash, its position) inserted."""
+    from kbtools.review.cluster_index import select_in
+
+    first_seen = dict(select_in(con, "SELECT candidate_id, first_seen FROM candidate WHERE id IN", gone))
+    done = _Written(0, 0, _departing(con, gone), [], False)
+    _delete(con, "candidate", gone)
+    con.executemany("UPDATE candidate SET position = ? WHERE id = ?", moved)
+    fresh_ids: list[str] = []
+    for line, digest, position in fresh:
+        row = _parse_candidate(line)
+        if row is None:
+            done.ids.append(0)
+            continue
+        cid = str(row["candidate_id"])
+        fresh_ids.append(cid)
+        prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
+        if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
+            done.departed += _departing(con, [prior[0]])
+            _delete(con, "candidate", [prior[0]])
+            first_seen[cid] = prior[1]
+            done.replaced = True
+        done.ids.append(_insert_candidate(con, row, digest, position, first_seen.get(cid, run)))
+        done.added += cid not in first_seen
+    done.removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
+    return done
+
+
+def _sync_every_line(
+    con: sqlite3.Connection, ledger: IO[bytes], sources: list[LedgerSource] | None, run: str
+) -> tuple[_Written, bool, int]:
+    """The whole-ledger path, inside a transaction it begins: every line read and hashed, the
+    lines not indexed inserted, the rows whose line is gone deleted, every row numbered afresh;
+    and, when ingest's ledger index vouches for the file (``sources``), what
+    :mod:`kbtools.review.source_sync` needs next time. Returns what was written, whether
+    the rows that stay changed order, and how many lines were read."""
+    from kbtools.review import source_sync
+
     known: dict[str, int] = {}
     stored_position: dict[str, int] = {}
     for line_hash, row_id, position in con.execute("SELECT line_hash, id, position FROM candidate"):
         known[line_hash] = row_id
         stored_position[line_hash] = position
-    with _open_ledger(path) as ledger:
-        # Two passes over one open file (one version of it, whatever is renamed over it
-        # meanwhile): the first hashes the lines, the second parses only those not indexed, so
-        # the rows are never all held at once.
-        seen: dict[str, int] = {}  # line hash → its position in the ledger
-        fresh_at: dict[int, str] = {}  # position of a line not indexed yet → its hash
-        for position, line in enumerate(_ledger_lines(ledger)):
-            digest = _line_hash(line)
-            if digest in known:
-                seen[digest] = position
-            else:
-                fresh_at[position] = digest
-        gone = [known[d] for d in known.keys() - seen.keys()]
-        con.execute("BEGIN IMMEDIATE")
-        first_seen = dict(
-            con.execute(
-                f"SELECT candidate_id, first_seen FROM candidate WHERE id IN ({','.join('?' * len(gone))})", gone
-            ).fetchall()
-            if gone
-            else []
-        )
-        departed = _departing(con, gone)
-        _delete(con, "candidate", gone)
-        moved = [(p, known[d]) for d, p in seen.items() if stored_position[d] != p]
-        survivors = [seen[d] for d in sorted(seen, key=stored_position.__getitem__)]  # new places, in the old order
-        con.executemany("UPDATE candidate SET position = ? WHERE id = ?", moved)
-        added = 0
-        fresh_ids: list[str] = []
-        for position, line in enumerate(_ledger_lines(ledger) if fresh_at else ()):
-            digest = fresh_at.get(position, "")
-            row = _parse_candidate(line) if digest else None
-            if row is None:
-                continue
-            cid = str(row["candidate_id"])
-            fresh_ids.append(cid)
-            prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
-            if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
-                departed += _departing(con, [prior[0]])
-                _delete(con, "candidate", [prior[0]])
-                first_seen[cid] = prior[1]
-            _insert_candidate(con, row, digest, position, first_seen.get(cid, run))
-            added += cid not in first_seen
-    removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
-    if fresh_ids or gone:
-        _recluster(con, departed, reordered=any(a > b for a, b in itertools.pairwise(survivors)))
-    _set_meta(con, ledger_stamp=ledger_stamp, last_run=run, manifest_version=version)
-    con.execute("COMMIT")
-    return added, removed, True
+    # Two passes over the open file: the first hashes the lines, the second parses only those
+    # not indexed, so the rows are never all held at once.
+    seen: dict[str, int] = {}  # line hash → its position in the ledger
+    fresh_at: dict[int, str] = {}  # position of a line not indexed yet → its hash
+    position_at: dict[int, int] = {}  # offset of a line → its position
+    for number, (offset, line) in enumerate(_ledger_lines(ledger)):
+        position = number * source_sync.GAP
+        position_at[offset] = position
+        digest = _line_hash(line)
+        if digest in known:
+            seen[digest] = position
+        else:
+            fresh_at[position] = digest
+    gone = [known[d] for d in known.keys() - seen.keys()]
+    moved = [(p, known[d]) for d, p in seen.items() if stored_position[d] != p]
+    survivors = [seen[d] for d in sorted(seen, key=stored_position.__getitem__)]  # new places, in the old order
+    con.execute("BEGIN IMMEDIATE")
+    fresh = ((line, fresh_at[p], p) for offset, line in _ledger_lines(ledger) if (p := position_at[offset]) in fresh_at)
+    done = _write_candidates(con, gone, moved, fresh if fresh_at else (), run)
+    rows: list[tuple[source_sync.LedgerSource, list[int], list[int]]] = []
+    # Every line a row of its own (no line twice, no id replaced): the rows map to the lines.
+    if sources is not None and not done.replaced and len(seen) + len(fresh_at) == len(position_at):
+        id_at = dict(zip(fresh_at, done.ids, strict=True))
+        id_at.update((p, known[d]) for d, p in seen.items())
+        for source in sources:
+            at = [position_at.get(offset, -1) for offset in source.starts[:-1]]
+            if -1 in at:
+                rows = []
+                break
+            rows.append((source, at, [id_at[p] for p in at]))
+    source_sync.write_sources(con, rows, replace_all=True)
+    return done, any(a > b for a, b in itertools.pairwise(survivors)), len(position_at)
 
 
-def _size(stamp: str) -> int:
-    try:
-        return int(json.loads(stamp)[0]) if stamp else -1
-    except (ValueError, IndexError, TypeError):
-        return -1
-
-
-def _manifest_version(output_dir: Path) -> str:
-    """What the manifest says of the candidate lines: every source's rows digest and count
-    (a digest of the lines it was written with), so an unchanged ledger need not be read."""
-    from kbtools.ingest.ledger import iter_ledger
-
-    digest = hashlib.blake2b(digest_size=16)
-    for row in iter_ledger(ledger_path(output_dir, "manifest"), "manifest"):
-        if row is not None:
-            digest.update(f"{row['source_key']}\0{row.get('rows_digest', '')}\0{row['candidate_count']}\n".encode())
-    return digest.hexdigest()
-
-
-def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> None:
+def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> int:
     """One candidate into the index: its side-table row (with its clustering features, not
-    placed in a cluster yet) and its FTS row."""
+    placed in a cluster yet) and its FTS row. Returns its row id."""
     columns = _candidate_columns(row)
     cur = con.execute(
         "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
@@ -446,6 +501,7 @@ def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, positio
         "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
         (cur.lastrowid, *columns),
     )
+    return int(cur.lastrowid or 0)
 
 
 def _departing(con: sqlite3.Connection, ids: Sequence[int]) -> list[Departed]:
@@ -570,11 +626,13 @@ def update_index(
     reasons: list[str] = []
 
     def work(con: sqlite3.Connection) -> IndexUpdate:
-        added, removed, read = _sync_candidates(con, output_dir, run_id)
+        added, removed, lines = _sync_candidates(con, output_dir, run_id)
         docs = _sync_docs(con, doc_roots) if doc_roots else 0
-        if read or docs:
+        if docs:
             _stamp(index_path(output_dir), output_dir)
-        return IndexUpdate(reasons[-1] if reasons else "", added, removed, read, docs, *_cluster_counts(con))
+        return IndexUpdate(
+            reasons[-1] if reasons else "", added, removed, lines >= 0, max(lines, 0), docs, *_cluster_counts(con)
+        )
 
     return with_index(output_dir, work, rebuild_reason=reasons)
 
@@ -592,8 +650,7 @@ def search_candidates(
     reasons: list[str] = []
 
     def work(con: sqlite3.Connection) -> list[Hit]:
-        if _sync_candidates(con, output_dir, None)[2]:
-            _stamp(index_path(output_dir), output_dir)
+        _sync_candidates(con, output_dir, None)
         where, args = ["candidate_fts MATCH ?"], [expression]
         for column, value in (("tool", tool), ("decision", decision)):
             if value:
@@ -622,10 +679,9 @@ def search_everything(
     reasons: list[str] = []
 
     def work(con: sqlite3.Connection) -> list[Hit]:
-        changed = (
-            _sync_candidates(con, output_dir, None)[2] if ledger_path(output_dir, "candidates").exists() else False
-        )
-        if _sync_docs(con, doc_roots) or changed:
+        if ledger_path(output_dir, "candidates").exists():
+            _sync_candidates(con, output_dir, None)
+        if _sync_docs(con, doc_roots):
             _stamp(index_path(output_dir), output_dir)
         docs = con.execute(
             "SELECT d.layer, d.rel, d.title, snippet(doc_fts, 1, '[', ']', '…', ?),"
@@ -678,8 +734,7 @@ def candidate_state(output_dir: Path) -> CandidateState:
     reasons: list[str] = []
 
     def work(con: sqlite3.Connection) -> CandidateState:
-        if _sync_candidates(con, output_dir, None)[2]:
-            _stamp(index_path(output_dir), output_dir)
+        _sync_candidates(con, output_dir, None)
         seen: dict[str, str] = {}
         grouped: dict[str, tuple[str, int]] = {}
         for cid, run, cluster_id, size in con.execute(

@@ -124,6 +124,17 @@ def grown(review_kb: ReviewKb) -> None:
     assert state(review_kb)["since"] == 0 and state(review_kb)["built"] == 15
 
 
+def pool_session_grows(review_kb: ReviewKb) -> None:
+    """The Codex session of the pool report grows by a second turn."""
+    write_codex_session(
+        review_kb.env.codex,
+        [*turn(POOL_PROMPT, POOL_ANSWER), *unrelated(random.Random(7))],
+        session_id="0199pool",
+        cwd="/home/alice/api",
+        started=datetime(2026, 3, 5, 9, 0, tzinfo=UTC),
+    )
+
+
 def test_a_later_session_that_repeats_a_fix_joins_its_cluster(review_kb: ReviewKb) -> None:
     grown(review_kb)
     write_omp_session(review_kb.env.omp, POOL_AGAIN, session_id="s-pool-2", cwd="/home/bob/api", started=LATER)
@@ -150,13 +161,7 @@ def test_a_grown_leader_is_replaced_and_its_members_follow(review_kb: ReviewKb) 
     pool = review_kb.candidate("psycopg2.OperationalError: too many")["candidate_id"]
     assert before[pool] == (pool, 2)
     # The pool report came from Codex; it grows there by a second turn.
-    write_codex_session(
-        review_kb.env.codex,
-        [*turn(POOL_PROMPT, POOL_ANSWER), *unrelated(random.Random(7))],
-        session_id="0199pool",
-        cwd="/home/alice/api",
-        started=datetime(2026, 3, 5, 9, 0, tzinfo=UTC),
-    )
+    pool_session_grows(review_kb)
     review_kb.ingest()
     assert state(review_kb)["since"] > 0
     after = clustered(review_kb)
