@@ -17,38 +17,25 @@ from kbtools.ingest.candidates import ROLES, KeptRecord, NoteIndex, SourceMeta, 
 from kbtools.ingest.control_plane import is_internal_text
 from kbtools.ingest.dedup import DedupKey
 from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
-from kbtools.ingest.ledger import Row
 from kbtools.ingest.ledger_read import PriorSource
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.reuse import cacheable_version, locator_key_of, may_reuse
-from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow
+from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow, Row
 from kbtools.ingest.sources.common import CHANGED_DURING_READ, DECISIONS, UNKNOWN
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 ERROR_CHARS = 300
-
-
 HINDSIGHT_CONFIDENCE = 0.55
-
-
 NOT_SCANNED = "source_not_scanned_this_run"
-
-
 INTERNAL_FILTERED = "internal_transcript_filtered"
-
-
 MALFORMED_SOURCE = "malformed_or_unavailable_source"
-
-
 NO_KNOWLEDGE = "no_reusable_technical_knowledge"
-
-
 DERIVED_ONLY = "derived_excluded"
 
 
 class ProcessContext(NamedTuple):
-    """Everything :func:`process_unit` needs; all of it pickles."""
+    """Everything :func:`read_unit` needs; all of it pickles."""
 
     settings: SourceSettings
     redactor: Redactor
@@ -56,7 +43,6 @@ class ProcessContext(NamedTuple):
     notes: NoteIndex
     prior: Mapping[str, list[PriorSource]]
     max_candidate: int
-    max_text: int
     run_at: str
     by_locator: Mapping[str, PriorSource] = {}  # never changed: a Mapping, shared by default
     # A file modified after this (ns since the epoch) may change again within
@@ -83,19 +69,8 @@ class UnitOutcome(NamedTuple):
         return self.rows is not None and self.rows.manifest["parse_status"] == "failed"
 
 
-def process_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
-    """Load one source and either point at its reusable prior entry or build its rows.
-
-    The stat cache comes first: a source whose locator and version (size, mtime,
-    inode; a DB session's row versions) equal those recorded with a reusable
-    prior entry is reused without being read, as git's index does.
-    """
-    cached = stat_cached(ref, ctx)
-    return cached if cached is not None else read_unit(ref, ctx)
-
-
 def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
-    """:func:`process_unit` of a source the stat cache did not answer for: read it."""
+    """One source read: its reusable prior entry (see :func:`may_reuse`) or its rows."""
     from kbtools.ingest import sources
 
     locator_key = locator_key_of(ref)
@@ -121,7 +96,12 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
 
 
 def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
-    """The reusable prior entry of a source whose locator and version are unchanged, or None."""
+    """The reusable prior entry of a source whose locator and version are unchanged, or None.
+
+    Asked before :func:`read_unit`: a source whose locator and version (size, mtime,
+    inode; a DB session's row versions) equal those recorded with a reusable
+    prior entry is reused without being read, as git's index does.
+    """
     if ref.stat_key is None:
         return None
     locator_key = locator_key_of(ref)
@@ -168,7 +148,7 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
             kept,
             ctx.notes,
             max_candidate=ctx.max_candidate,
-            max_text=ctx.max_text,
+            max_text=ctx.settings.max_text,
             base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
             require_signal=not hindsight,
         )
@@ -182,19 +162,30 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
         status = "skipped"
         reason = unit.skip_reason or (DERIVED_ONLY if events and not kept else NO_KNOWLEDGE)
     redacted = labelled or any(c["redactions"] for c in candidates) or error != unit.error
-    manifest = manifest_row(
-        meta,
-        content_hash=unit.content_hash,
-        parse_status=status,
-        redacted=bool(redacted),
-        candidate_count=len(candidates),
-        article_slugs=_slugs(candidates),
-        skip_reason=reason,
-        error=error,
-        truncated=truncated,
-        internal_filtered=internal,
-        records=unit.decisions,
-        run_at=ctx.run_at,
+    counts = {name: unit.decisions[name] for name in DECISIONS if unit.decisions.get(name)}
+    manifest = rows_schema.as_json(
+        ManifestRow(
+            source_key=meta.source_key,
+            tool=meta.tool,
+            record_type=meta.record_type,
+            project_key=meta.project_key,
+            session_hash=meta.session_key,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            format=meta.format,
+            content_hash=unit.content_hash,
+            parse_status=status,
+            redaction_status=redaction_status(bool(redacted)),
+            candidate_count=len(candidates),
+            article_slugs=_slugs(candidates),
+            skip_reason=reason,
+            error=error,
+            truncated=truncated,
+            internal_filtered=internal,
+            records=counts,
+            unknown_records=counts.get(UNKNOWN, 0),
+            run_at=ctx.run_at,
+        )
     )
     rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
     return SourceRows(manifest, candidates, rejected, events)
@@ -258,48 +249,6 @@ def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, mat
             overlap=match.overlap,
             threshold=ctx.derived.threshold,
             run_at=ctx.run_at,
-        )
-    )
-
-
-def manifest_row(
-    meta: SourceMeta,
-    *,
-    content_hash: str,
-    parse_status: str,
-    redacted: bool,
-    candidate_count: int,
-    article_slugs: list[str],
-    skip_reason: str,
-    error: str,
-    truncated: bool,
-    run_at: str,
-    internal_filtered: int = 0,
-    records: Mapping[str, int] | None = None,
-) -> Row:
-    counts = {name: records[name] for name in DECISIONS if records and records.get(name)}
-    return rows_schema.as_json(
-        ManifestRow(
-            source_key=meta.source_key,
-            tool=meta.tool,
-            record_type=meta.record_type,
-            project_key=meta.project_key,
-            session_hash=meta.session_key,
-            created_at=meta.created_at,
-            updated_at=meta.updated_at,
-            format=meta.format,
-            content_hash=content_hash,
-            parse_status=parse_status,
-            redaction_status=redaction_status(redacted),
-            candidate_count=candidate_count,
-            article_slugs=article_slugs,
-            skip_reason=skip_reason,
-            error=error,
-            truncated=truncated,
-            internal_filtered=internal_filtered,
-            records=counts,
-            unknown_records=counts.get(UNKNOWN, 0),
-            run_at=run_at,
         )
     )
 

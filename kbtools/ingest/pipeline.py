@@ -39,7 +39,6 @@ from kbtools.ingest.extract import (
     ProcessContext,
     UnitOutcome,
     pack_rows,
-    process_unit,
     read_unit,
     stat_cached,
 )
@@ -132,7 +131,7 @@ def _warm_up(ctx: ProcessContext) -> None:
 
 
 def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | None) -> Iterator[UnitOutcome]:
-    """:func:`process_unit` over ``refs``, in discovery order (the ledgers and the
+    """:func:`stat_cached` or else :func:`read_unit` of each of ``refs``, in discovery order (the ledgers and the
     duplicate marking depend on it); with a ``pool`` it runs in worker processes,
     ``WORKER_BATCH`` sources a task (a task costs a pickle and a pipe round trip),
     at most ``jobs × WORKER_WINDOW`` sources in flight, so memory stays bounded
@@ -145,7 +144,8 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | 
     """
     if pool is None:
         for ref in refs:
-            yield process_unit(ref, ctx)
+            cached = stat_cached(ref, ctx)
+            yield cached if cached is not None else read_unit(ref, ctx)
         return
     # A worker's ticket and how many sources its task holds, or an outcome at hand.
     window: deque[tuple[int, int] | UnitOutcome] = deque()
@@ -195,12 +195,6 @@ def outcomes(refs: Iterator[SourceRef], ctx: ProcessContext, pool: WorkerPool | 
     pool.close()
 
 
-def discover(settings: SourceSettings) -> Iterator[SourceRef]:
-    from kbtools.ingest import sources
-
-    return sources.discover_all(settings)
-
-
 def run_ingest(
     request: IngestRequest,
     *,
@@ -236,13 +230,12 @@ def run_ingest(
             notes=NoteIndex.load(request.layout.note_root),
             prior=prior.by_identity,
             max_candidate=config.ingest.max_candidate,
-            max_text=request.settings.max_text,
             run_at=run_at,
             by_locator=prior.by_locator,
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=derived_key(derived),
         )
-        if request.jobs > 1:  # else process_unit runs in the run's own process
+        if request.jobs > 1:  # else read_unit runs in the run's own process
             from kbtools.ingest.workers import WorkerPool
 
             # Made before any thread starts (see kbtools.ingest.workers); a worker closes the lock.
@@ -258,7 +251,9 @@ def run_ingest(
             sink.digest_context = digest_context(ctx.derived_key)
         state = _RunState(request, sink, ctx, prior)
         counts = state.counts
-        refs = discover(request.settings)
+        from kbtools.ingest import sources
+
+        refs = sources.discover_all(request.settings)
         if on_discovered is not None:
             found = list(refs)
             on_discovered(len(found))

@@ -17,7 +17,7 @@ read from the annotation (``str``, ``int``, ``bool``, ``float``, ``list[...]``,
 existed reads with the default. Everything else follows: the ledger index
 and the trusted-lines digest are keyed by the field lists, so a rerun after a
 schema change re-encodes the rows once instead of copying old bytes.
-A check beyond kinds goes into the type's ``_valid`` (see ManifestRow).
+Beyond kinds, :func:`decode` checks a manifest row's status and count.
 """
 
 from __future__ import annotations
@@ -76,11 +76,6 @@ class ManifestRow:
     # Digest of the candidate lines the row was written with (see reemit.rows_digest).
     rows_digest: str = ""
     run_at: str = ""
-
-    @staticmethod
-    def _valid(obj: Mapping[str, object]) -> bool:
-        count = obj["candidate_count"]
-        return obj["parse_status"] in PARSE_STATUSES and isinstance(count, int) and count >= 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -233,9 +228,6 @@ _CHECKS: Final = {
     name: tuple((key, _kind(hint)) for key, hint in typing.get_type_hints(t).items() if key in _FIELDS[t])
     for name, t in ROW_TYPES.items()
 }
-_EXTRA: Final[dict[str, Callable[[Mapping[str, object]], bool]]] = {
-    name: check for name, t in ROW_TYPES.items() if (check := getattr(t, "_valid", None))
-}
 
 
 def decode(line: bytes | str, ledger: str) -> Row | None:
@@ -249,8 +241,9 @@ def decode(line: bytes | str, ledger: str) -> Row | None:
         return None
     if not all(check(obj[name]) for name, check in _CHECKS[ledger] if name in obj):
         return None
-    extra = _EXTRA.get(ledger)
-    return obj if extra is None or extra(obj) else None
+    if ledger == "manifest" and (obj["parse_status"] not in PARSE_STATUSES or obj["candidate_count"] < 0):
+        return None
+    return obj
 
 
 def read_row(row_type: type[R], line: bytes | str) -> R | None:

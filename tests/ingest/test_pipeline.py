@@ -437,14 +437,14 @@ def test_carried_forward_text_from_older_rules_is_redacted_again(env: IngestEnv)
     assert row["redaction_status"] == f"redacted:{REDACTION_VERSION}"
 
 
-def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
+def test_read_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     from kbtools.cli.common import open_kb
     from kbtools.ingest import sources
     from kbtools.ingest.candidates import NoteIndex
-    from kbtools.ingest.extract import ProcessContext, process_unit
+    from kbtools.ingest.extract import ProcessContext, read_unit
     from kbtools.ingest.pipeline import IngestRequest, load_derived_filter
     from kbtools.redact import Redactor
 
@@ -454,12 +454,12 @@ def test_process_unit_runs_in_a_worker_process(env: IngestEnv) -> None:
     redactor = Redactor(config.redaction)
     derived, _, _ = load_derived_filter(IngestRequest(config, layout, settings, env.out), redactor)
     ctx = ProcessContext(
-        settings, redactor, derived, NoteIndex.load(layout.note_root), {}, 8_000, 120_000, "2026-01-01T00:00:00.000Z"
+        settings, redactor, derived, NoteIndex.load(layout.note_root), {}, 8_000, "2026-01-01T00:00:00.000Z"
     )
     (ref,) = [r for r in sources.discover_all(settings) if r.tool == "omp"]
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        remote = pool.submit(process_unit, ref, ctx).result()
-    local = process_unit(ref, ctx)
+        remote = pool.submit(read_unit, ref, ctx).result()
+    local = read_unit(ref, ctx)
     assert remote == local and remote.rows is not None and len(remote.rows.candidate_lines) == 1
 
 
@@ -473,7 +473,7 @@ def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: Ingest
     unit = SourceUnit(
         "omp", "session", "jsonl", "x", "s", "p", "", "", "h" * 64, records, error="source_changed_during_read"
     )
-    ctx = ProcessContext(SourceSettings(), Redactor(), None, NoteIndex(), {}, 8_000, 120_000, "")
+    ctx = ProcessContext(SourceSettings(), Redactor(), None, NoteIndex(), {}, 8_000, "")
     meta = SourceMeta("k" * 64, "s", "p", "omp", "session", "jsonl", "", "")
     rows = build_rows(unit, meta, unit.error, ctx)
     assert rows.candidates == []
