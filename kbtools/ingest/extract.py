@@ -56,13 +56,11 @@ class ProcessContext(NamedTuple):
 class UnitOutcome(NamedTuple):
     identity: str
     source_key: str
-    created_at: str | None  # None: keep the prior row's (the source was not read)
-    updated_at: str | None
     reuse: PriorSource | None = None  # take the prior rows of this entry
     rows: SourceRows | None = None  # or these fresh ones
-    locator_key: str = ""
-    stat_key: list[Any] | None = None  # the version read, for the stat cache
-    unread: bool = False  # reused by the stat cache without reading the source
+    # What the read of a reused source found: created_at, updated_at, locator_key and the
+    # version for the stat cache; None when the stat cache reused it unread.
+    read: tuple[str, str, str, list[object] | None] | None = None
 
     @property
     def failed(self) -> bool:
@@ -85,14 +83,12 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
     # A missing store is reported as such on every run, never as "unchanged".
     for prior in ctx.prior.get(identity, ()) if unit.format != "unavailable" else ():
         if may_reuse(prior, source_key=key, error=error):
-            return UnitOutcome(
-                identity, key, created_at, updated_at, reuse=prior, locator_key=locator_key, stat_key=stat_key
-            )
+            return UnitOutcome(identity, key, reuse=prior, read=(created_at, updated_at, locator_key, stat_key))
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
     rows = pack_rows(build_rows(unit, meta, error, ctx))
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
-    return UnitOutcome(identity, key, created_at, updated_at, rows=rows, locator_key=locator_key, stat_key=stat_key)
+    return UnitOutcome(identity, key, rows=rows)
 
 
 def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
@@ -104,20 +100,10 @@ def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
     """
     if ref.stat_key is None:
         return None
-    locator_key = locator_key_of(ref)
-    cached = ctx.by_locator.get(locator_key)
+    cached = ctx.by_locator.get(locator_key_of(ref))
     if cached is None or not may_reuse(cached, version=ref.stat_key):
         return None
-    return UnitOutcome(
-        cached.identity,
-        cached.source_key,
-        None,
-        None,
-        reuse=cached,
-        locator_key=locator_key,
-        stat_key=list(ref.stat_key),
-        unread=True,
-    )
+    return UnitOutcome(cached.identity, cached.source_key, reuse=cached)
 
 
 def pack_rows(rows: SourceRows) -> SourceRows:

@@ -156,7 +156,7 @@ def crash_point(name: str) -> None:
 def remove_stale_files(output_dir: Path) -> None:
     """What a killed run leaves that no run reads: its temp files
     (``.<ledger>.jsonl.<pid>.<hex>.tmp``), and journal files without the journal's
-    manifest part (see PriorState._load), which a new journal would be appended to;
+    manifest part (see PriorState.load), which a new journal would be appended to;
     and the extraction memos of earlier versions."""
     litter = [*output_dir.glob(".*.tmp"), *(output_dir / f"extraction-memo.{end}" for end in ("bin", "index"))]
     if not ledger_path(output_dir, "manifest", partial=True).exists():

@@ -91,12 +91,6 @@ class PriorState:
     _digests: dict[str, str] = field(default_factory=dict)
     _digest_context: str = ""
 
-    @classmethod
-    def load(cls, output_dir: Path) -> PriorState:
-        state = cls(key_cache=caches.read(output_dir, caches.KEY_CACHE_FILE) or {})
-        state._load(output_dir)
-        return state
-
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
         """Open a ledger once (its file number, or -1 if absent): it is indexed now and read back
         through the same handle later, so a file replaced meanwhile (a concurrent ``--write``)
@@ -107,7 +101,10 @@ class PriorState:
         self._handles.append(handle)
         return len(self._handles) - 1, handle
 
-    def _load(self, output_dir: Path) -> None:
+    def load(self, output_dir: Path) -> PriorState:
+        """The ledgers of ``output_dir`` indexed into this (empty) state; files it opens are
+        closed by :meth:`close`, even when loading fails half-way."""
+        self.key_cache = caches.read(output_dir, caches.KEY_CACHE_FILE) or {}
         index = caches.read(output_dir, caches.LEDGER_INDEX_FILE)
         main_groups = self._manifest_groups(ledger_path(output_dir, "manifest"), index, journal=False)
         partial_groups = self._manifest_groups(ledger_path(output_dir, "manifest", partial=True), None, journal=True)
@@ -141,6 +138,7 @@ class PriorState:
             self.by_locator = {
                 d.locator_key: d for group in self.by_identity.values() for d in group if d.locator_key and d.stat_key
             }
+        return self
 
     def _lines(self, handle: IO[bytes], ledger: str) -> Iterator[tuple[Row | None, str, object, int]]:
         """``(row, source_key, run tag, offset)`` of each valid line; candidate lines are not

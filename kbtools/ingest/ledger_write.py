@@ -215,7 +215,7 @@ class WriteSink:
             os.replace(self._temps[name], ledger_path(self.output_dir, name))
             crash_point(f"rename-{name}")
         fsync_dir(self.output_dir)
-        for name in LEDGERS:  # the manifest part first: the rest is then ignored (see PriorState._load)
+        for name in LEDGERS:  # the manifest part first: the rest is then ignored (see PriorState.load)
             ledger_path(self.output_dir, name, partial=True).unlink(missing_ok=True)
             crash_point(f"unlink-{name}")
         fsync_dir(self.output_dir)

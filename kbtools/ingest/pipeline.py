@@ -222,7 +222,7 @@ def run_ingest(
     sink: WriteSink | None = None
     pool: WorkerPool | None = None
     try:
-        prior = PriorState.load(out)
+        prior.load(out)
         ctx = ProcessContext(
             settings=request.settings,
             redactor=redactor,
@@ -283,7 +283,7 @@ def run_ingest(
                 if request.prune and digest.tool not in state.failed_tools:
                     counts.pruned += 1
                     continue
-                rows = prior_rows(prior, digest, ctx, run_at=run_at, status="skipped", skip_reason=NOT_SCANNED)
+                rows = prior_rows(prior, digest, ctx, status="skipped", skip_reason=NOT_SCANNED)
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
         state.persist()
@@ -337,16 +337,13 @@ class _RunState:
             return  # the same source (same identity and bytes) found twice, e.g. a copied file
         self.discovered.add(outcome.identity)
         digest = outcome.reuse
-        if digest is not None:
-            tool, record_type, unavailable = digest.tool, digest.record_type, False
-        else:
+        if digest is None:
             assert outcome.rows is not None
             manifest = outcome.rows.manifest
-            tool, record_type, unavailable = (
-                manifest["tool"],
-                manifest["record_type"],
-                manifest["format"] == "unavailable",
-            )
+            tool, record_type, fmt = manifest["tool"], manifest["record_type"], manifest["format"]
+        else:
+            tool, record_type, fmt = digest.tool, digest.record_type, digest.format
+        unavailable = fmt == "unavailable"
         if outcome.failed or unavailable:
             # --prune keeps this tool's rows: its store was not read (a missing
             # store may be a moved one or an unset CODEX_HOME, not deleted sessions).
@@ -369,15 +366,11 @@ class _RunState:
             self.prior,
             digest,
             self.ctx,
-            run_at=self.ctx.run_at,
             status=digest.parse_status if digest.from_journal else "unchanged",
             skip_reason=None,
-            created_at=outcome.created_at,
-            updated_at=outcome.updated_at,
-            # An unread source's locator and version are the prior row's (the stat cache said so).
-            locator=None if outcome.unread else (outcome.locator_key, outcome.stat_key),
+            read=outcome.read,
         )
-        self.counts.reused_unread += outcome.unread
+        self.counts.reused_unread += outcome.read is None
         # Unchanged rows are already in the prior ledgers: journal them only if they changed.
         self.emit(rows, journal=rows.internal_dropped > 0)
 

@@ -24,7 +24,6 @@ from kbtools.ingest.extract import (
     rejection,
 )
 from kbtools.ingest.hashing import fingerprint, hash_identifier
-from kbtools.ingest.ledger import stat_json
 from kbtools.ingest.ledger_read import ENTRY_FIELDS, MANIFEST_DEFAULTS, PriorSource, PriorState
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.reuse import CURRENT_RULES
@@ -37,12 +36,9 @@ def prior_rows(
     digest: PriorSource,
     ctx: ProcessContext,
     *,
-    run_at: str,
     status: str,
     skip_reason: str | None,
-    created_at: str | None = None,
-    updated_at: str | None = None,
-    locator: tuple[str, list[object] | None] | None = None,
+    read: tuple[str, str, str, list[object] | None] | None = None,
 ) -> SourceRows:
     """A prior entry re-emitted (unchanged or carried forward), its candidates re-checked.
 
@@ -55,10 +51,10 @@ def prior_rows(
     one may be older: its text is redacted again before it is written back, so
     no text reaches disk without the current rules.
 
-    ``created_at`` None: the source was not read, its times are the prior row's;
-    ``locator`` None: so are its locator and version.
+    ``read`` (see UnitOutcome) None: the source was not read, its times, locator and
+    version are the prior row's.
     """
-    key = digest.source_key
+    key, run_at = digest.source_key, ctx.run_at
     current = digest.redaction_status.endswith(CURRENT_RULES)
     rejected = [dict(r, run_at=run_at) for r in prior.rows_for("rejected", key)]
     events = prior.rows_for("events", key)
@@ -97,8 +93,7 @@ def prior_rows(
             and not digest.from_journal
             and digest.parse_status == status
             and (skip_reason is None or digest.skip_reason == skip_reason)
-            and created_at is None
-            and (locator is None or (locator[0] == digest.locator_key and stat_json(locator[1]) == digest.stat_key))
+            and read is None
         ):
             # The row as it was but for run_at: its line is copied, not re-encoded, and
             # the run reads only its entry (see SourceRows.full_manifest).
@@ -121,7 +116,7 @@ def prior_rows(
             if is_internal_candidate(str(candidate.get("text", ""))):
                 dropped += 1
                 continue
-            if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events, run_at):
+            if ctx.derived is not None and _derived_candidate(candidate, digest, ctx, events):
                 continue
             if not current:
                 candidate = _redact_again(candidate, ctx.redactor)
@@ -143,19 +138,15 @@ def prior_rows(
     )
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
-    if created_at is not None:
-        row["created_at"], row["updated_at"] = created_at, updated_at
-    if locator is not None:
-        row["locator_key"], row["stat_key"] = locator
+    if read is not None:
+        row["created_at"], row["updated_at"], row["locator_key"], row["stat_key"] = read
     for name in ("truncated", "locator_key", "stat_key", "rows_digest"):  # fields older rows lack
         row.setdefault(name, MANIFEST_DEFAULTS[name])
     rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
 
 
-def _derived_candidate(
-    candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row], run_at: str
-) -> bool:
+def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row]) -> bool:
     """A stored candidate one of whose messages the derived filter now matches
     (the artifact set changed since it was written): logged, to be dropped."""
     for number, (role, message) in enumerate(split_messages(str(candidate.get("text", "")))):

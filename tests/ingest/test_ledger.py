@@ -100,7 +100,7 @@ def test_journal_rows_of_the_latest_run_win_per_source(tmp_path: Path) -> None:
     ]
     ledger_path(tmp_path, "manifest", partial=True).write_text("".join(json.dumps(r) + "\n" for r in journal))
     ledger_path(tmp_path, "candidates", partial=True).write_text("".join(json.dumps(r) + "\n" for r in cands))
-    prior = PriorState.load(tmp_path)
+    prior = PriorState().load(tmp_path)
     try:
         (digest,) = prior.by_identity["omp\0p\0p"]
         assert digest.source_key == "new" and digest.candidate_count == 1
@@ -119,7 +119,7 @@ def test_journal_rows_without_a_journalled_manifest_row_count_for_nothing(tmp_pa
     ledger_path(tmp_path, "events", partial=True).write_text(
         json.dumps({"event": "derived_excluded", "source_key": "k", "_run": "a"}) + "\n"
     )
-    prior = PriorState.load(tmp_path)
+    prior = PriorState().load(tmp_path)
     try:
         (digest,) = prior.by_identity["omp\0p\0p"]
         assert digest.complete and not digest.from_journal and not prior.has_partial
@@ -133,7 +133,7 @@ def test_journal_rows_without_a_journalled_manifest_row_count_for_nothing(tmp_pa
 
 
 def test_prior_state_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
-    prior = PriorState.load(tmp_path / "absent")
+    prior = PriorState().load(tmp_path / "absent")
     assert prior.by_identity == {} and prior.malformed == 0
 
 
@@ -171,7 +171,7 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
         )
     sink.persist_partial()  # journalled rows: read back line by line, not from the offset index
     sink.abort()
-    prior = PriorState.load(tmp_path)
+    prior = PriorState().load(tmp_path)
     try:
         want = {key: prior.candidate_lines(key) for key in keys}
         assert all(len(lines) == 3 for lines in want.values())
