@@ -7,7 +7,6 @@ top-level function of picklable data, so ``--jobs N`` runs it in N worker proces
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -15,7 +14,6 @@ from kbtools.ingest import hashing
 from kbtools.ingest import rows as rows_schema
 from kbtools.ingest.candidates import ROLES, KeptRecord, NoteIndex, SourceMeta, build_candidates
 from kbtools.ingest.control_plane import is_internal_text
-from kbtools.ingest.dedup import DedupKey
 from kbtools.ingest.hashing import hash_identifier, iso_time, sha256_hex
 from kbtools.ingest.ledger_read import PriorSource
 from kbtools.ingest.ledger_write import SourceRows
@@ -85,7 +83,7 @@ def read_unit(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome:
         if may_reuse(prior, source_key=key, error=error):
             return UnitOutcome(identity, key, reuse=prior, read=(created_at, updated_at, locator_key, stat_key))
     meta = SourceMeta(key, session_hash, project_key, unit.tool, unit.record_type, unit.format, created_at, updated_at)
-    rows = pack_rows(build_rows(unit, meta, error, ctx))
+    rows = build_rows(unit, meta, error, ctx)
     rows.manifest["locator_key"] = locator_key
     rows.manifest["stat_key"] = stat_key
     return UnitOutcome(identity, key, rows=rows)
@@ -104,16 +102,6 @@ def stat_cached(ref: SourceRef, ctx: ProcessContext) -> UnitOutcome | None:
     if cached is None or not may_reuse(cached, version=ref.stat_key):
         return None
     return UnitOutcome(cached.identity, cached.source_key, reuse=cached)
-
-
-def pack_rows(rows: SourceRows) -> SourceRows:
-    """The same rows with each candidate as its ledger line and its :class:`DedupKey`
-    (lines not stored yet are serialised here, in the worker that built them)."""
-    if rows.packed:
-        return rows
-    lines = rows.lines_of_candidates()
-    keys = [DedupKey.of(candidate) for candidate in rows.candidates]
-    return dataclasses.replace(rows, candidates=[], candidate_lines=list(lines), candidate_keys=keys)
 
 
 def redact_error(redactor: Redactor, error: str) -> str:
@@ -174,7 +162,7 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
         )
     )
     rejected = [] if status == "processed" else [rejection(meta.source_key, reason, ctx.run_at)]
-    return SourceRows(manifest, candidates, rejected, events)
+    return SourceRows.of(manifest, candidates, rejected, events)
 
 
 def _keep_records(

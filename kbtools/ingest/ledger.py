@@ -2,10 +2,7 @@
 
 Files in the output directory (directories 0700, files 0600):
 
-- ``manifest.jsonl``   one row per source (``source_key``, hashes, status, counts)
-- ``candidates.jsonl`` redacted, turn-sized evidence candidates
-- ``rejected.jsonl``   why a source yielded nothing (or what was filtered later)
-- ``events.jsonl``     per-source events (``derived_excluded``)
+- ``<ledger>.jsonl``   the ledgers: manifest, candidates, rejected, events (see :mod:`kbtools.ingest.rows`)
 - ``*.partial.jsonl``  the journal of an unfinished ``--write`` run
 - ``run-summary.md``   the last run's counts
 - ``.lock``            held (``flock``) by the running ``--write``

@@ -25,14 +25,13 @@ from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, Row, dumps
 class SourceRows:
     """Everything one source contributes to the ledgers.
 
-    Candidates come as rows (``candidates``), or *packed*: ``candidates`` empty,
-    ``candidate_lines`` every line as bytes and ``candidate_keys`` what the
-    duplicate marking needs of each — what a worker process sends back (bytes
-    pickle in a copy; a row of fifty fields does not).
+    Each candidate as its ledger line (``candidate_lines``) with what the duplicate
+    marking needs of it (``candidate_keys``): made where the candidate is built, as
+    a worker process sends it back (bytes pickle in a copy; a row of fifty fields
+    does not). See :meth:`of`.
     """
 
     manifest: Row
-    candidates: list[Row] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
     events: list[Row] = field(default_factory=list)
     # Prior candidates the control-plane filter dropped on this run.
@@ -53,6 +52,14 @@ class SourceRows:
     manifest_line: bytes | None = None
     entry: tuple[object, ...] | None = None
 
+    @classmethod
+    def of(
+        cls, manifest: Row, candidates: list[Row], rejected: list[Row], events: list[Row], internal_dropped: int = 0
+    ) -> SourceRows:
+        """The rows of a source whose candidates are built (or re-checked) here."""
+        lines: list[bytes | None] = [dumps(row) for row in candidates]
+        return cls(manifest, rejected, events, internal_dropped, lines, [DedupKey.of(row) for row in candidates])
+
     def materialize(self) -> None:
         """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
         if self.segment is not None:
@@ -65,19 +72,6 @@ class SourceRows:
             self.manifest = json.loads(self.manifest_line)
             self.manifest_line = self.entry = None
         return self.manifest
-
-    @property
-    def packed(self) -> bool:
-        return not self.candidates
-
-    @property
-    def candidate_count(self) -> int:
-        return len(self.candidate_lines) if self.packed else len(self.candidates)
-
-    def lines_of_candidates(self) -> list[bytes]:
-        if self.packed:
-            return [line for line in self.candidate_lines if line is not None]
-        return [dumps(row) for row in self.candidates]
 
 
 def _copy_range(src: int, dst: int, start: int, end: int) -> None:
@@ -123,21 +117,17 @@ class WriteSink:
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         if journal:
             rows.materialize()
-        segment = rows.segment
+        key, segment = rows.manifest["source_key"], rows.segment  # a source is emitted once
         if segment is not None:
-            self._spans[rows.manifest["source_key"]] = [
-                self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)
-            ]
+            self._spans[key] = [self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)]
             self._copy(segment)
             lines: list[bytes] = []
         else:
-            lines = rows.lines_of_candidates()
+            lines = [line for line in rows.candidate_lines if line is not None]
         if lines or segment is not None:
-            self._digests[rows.manifest["source_key"]] = rows.manifest.get("rows_digest") or ""
+            self._digests[key] = rows.manifest.get("rows_digest") or ""
         if lines:
-            spans = self._spans.setdefault(rows.manifest["source_key"], [])
-            if spans:
-                spans.pop()  # the same source emitted again: its lines continue here
+            spans = self._spans[key] = []
             for line in lines:
                 spans.append(self._written)
                 self._written += len(line)

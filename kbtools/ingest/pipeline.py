@@ -38,7 +38,6 @@ from kbtools.ingest.extract import (
     NOT_SCANNED,
     ProcessContext,
     UnitOutcome,
-    pack_rows,
     read_unit,
     stat_cached,
 )
@@ -377,7 +376,6 @@ class _RunState:
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
         """``rows`` marked for duplicates, counted and written to the sink."""
         self.emitted.add(rows.manifest["source_key"])
-        rows = pack_rows(rows)
         keys = rows.candidate_keys
         stored = rows.stored_keys or StoredKeys.of(keys, [key.marking for key in keys])
         duplicates, twins = self.dedup.mark_stored(stored)

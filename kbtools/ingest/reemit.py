@@ -75,10 +75,10 @@ def prior_rows(
         current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
     ):
         count = len(segment.starts) if segment is not None else len(lines)
+        trusted: list[bytes | None] = [None] * count if segment else list(lines)
         rows = SourceRows(
-            {}, [], rejected, events, candidate_lines=[None] * count if segment else list(lines), segment=segment
+            {}, rejected, events, candidate_lines=trusted, lines_digest=digest.rows_digest, segment=segment
         )
-        rows.lines_digest = digest.rows_digest
         # Their dedup keys: from the key cache (see StoredKeys), else read off the lines.
         blob = prior.key_cache.get(digest.rows_digest, b"")
         cached = marshal.loads(blob) if blob else None  # whole: the key cache file is checksummed
@@ -121,7 +121,7 @@ def prior_rows(
             if not current:
                 candidate = _redact_again(candidate, ctx.redactor)
             kept.append(rows_schema.ordered(candidate, "candidates"))
-        rows = SourceRows(row, kept, rejected, events, dropped)
+        rows = SourceRows.of(row, kept, rejected, events, dropped)
         redacted = redacted or any(c.get("redactions") for c in kept)
         slugs = _slugs(kept)
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
@@ -129,7 +129,7 @@ def prior_rows(
     error = str(row.get("error", ""))
     row.update(
         parse_status=status,
-        candidate_count=rows.candidate_count,
+        candidate_count=len(rows.candidate_lines),
         article_slugs=slugs,
         error=error if current else redact_error(ctx.redactor, error),
         run_at=run_at,

@@ -52,7 +52,7 @@ class Counts:
         self.records: dict[str, int] = {}
 
     def add(self, rows: SourceRows, duplicates: int) -> None:
-        """A packed source's rows (see :func:`pack_rows`), ``duplicates`` of its candidates marked so."""
+        """A source's rows, ``duplicates`` of its candidates marked so."""
         manifest = rows.manifest
         status = manifest["parse_status"]
         setattr(self, status, getattr(self, status) + 1)

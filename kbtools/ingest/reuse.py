@@ -74,6 +74,5 @@ def cacheable_version(unit: SourceUnit, racy_after_ns: int) -> list[object] | No
     if version is None or unit.error or unit.format == "unavailable":
         return None
     if unit.format in ("jsonl", "json") and len(version) == 3 and isinstance(version[1], int):
-        if version[1] > racy_after_ns:
-            return None  # modified too recently to trust its mtime
+        return None if version[1] > racy_after_ns else list(version)  # too recent to trust its mtime
     return list(version)

@@ -76,7 +76,9 @@ def test_lock_of_a_dead_process_is_taken_over(env: IngestEnv, tmp_path: Path) ->
 def test_journal_is_appended_batch_by_batch(tmp_path: Path) -> None:
     sink = WriteSink(tmp_path, "run-1")
     for i in range(3):
-        sink.emit(SourceRows(manifest(f"k{i}", identity=f"i{i}", count=1), [candidate(f"k{i}", 0)]), journal=True)
+        sink.emit(
+            SourceRows.of(manifest(f"k{i}", identity=f"i{i}", count=1), [candidate(f"k{i}", 0)], [], []), journal=True
+        )
         sink.persist_partial()
     lines = ledger_path(tmp_path, "manifest", partial=True).read_text().splitlines()
     assert [json.loads(line)["source_key"] for line in lines] == ["k0", "k1", "k2"]
@@ -167,7 +169,8 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
     keys = [f"k{i}" for i in range(40)]
     for i, key in enumerate(keys):
         sink.emit(
-            SourceRows(manifest(key, identity=f"i{i}", count=3), [candidate(key, n) for n in range(3)]), journal=True
+            SourceRows.of(manifest(key, identity=f"i{i}", count=3), [candidate(key, n) for n in range(3)], [], []),
+            journal=True,
         )
     sink.persist_partial()  # journalled rows: read back line by line, not from the offset index
     sink.abort()

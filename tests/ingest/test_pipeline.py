@@ -476,12 +476,12 @@ def test_a_source_changed_during_read_yields_no_candidates_and_fails(env: Ingest
     ctx = ProcessContext(SourceSettings(), Redactor(), None, NoteIndex(), {}, 8_000, "")
     meta = SourceMeta("k" * 64, "s", "p", "omp", "session", "jsonl", "", "")
     rows = build_rows(unit, meta, unit.error, ctx)
-    assert rows.candidates == []
+    assert rows.candidate_lines == []
     assert rows.manifest["parse_status"] == "failed"
     assert [r["reason"] for r in rows.rejected] == ["malformed_or_unavailable_source"]
     # The same unit read cleanly gives its candidate.
     unit.error = ""
-    assert len(build_rows(unit, meta, "", ctx).candidates) == 1
+    assert len(build_rows(unit, meta, "", ctx).candidate_lines) == 1
 
 
 def test_the_same_session_at_two_paths_is_one_source(env: IngestEnv) -> None:
