@@ -195,12 +195,12 @@ def _seconds(started: str, finished: str) -> float:
 def _explain(output_dir: Path, key: str, settings: Any, rel: Callable[[Path], str]) -> None:
     """Where a source came from, to the terminal only (a path is private: never to a file or pipe)."""
     from kbtools.errors import KbError
-    from kbtools.ingest.pipeline import discover
+    from kbtools.ingest.sources import discover_all
     from kbtools.review.explain import explain
 
     if not sys.stdout.isatty():
         raise KbError("--explain prints private paths to a terminal only; stdout is not a terminal", "--explain")
-    found = explain(output_dir, key, discover(settings))
+    found = explain(output_dir, key, discover_all(settings))
     row = found.row
     lines = [f"source {row['source_key']}"]
     if found.via_candidate:
