@@ -16,6 +16,7 @@ from kbtools.ingest.candidates import (
     render,
     split_messages,
     split_turns,
+    summary,
     top_words,
 )
 from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
@@ -234,3 +235,41 @@ _TOKEN = st.sampled_from(["the", "cache", "_cache", "cache_", "__init__", "init"
 def test_top_words_ranks_as_defined(tokens: list[str]) -> None:
     assert top_words(tokens) == _top_words_by_definition(tokens)
     assert top_words(tokens, 3) == _top_words_by_definition(tokens, 3)
+
+
+_PROSE = st.lists(
+    st.sampled_from(
+        ["fix", "the", "Python 3.11", "node.js 20", "pythonpython3", "root cause", "TypeError", "_fix", "xroot cause"]
+    )
+    | st.sampled_from([" ", "  ", "\n", "\t\t", " " * 700, ". ", "? ", "-", "错误", "问题？", "x"]),
+    max_size=60,
+).map("".join)
+
+
+@given(_PROSE)
+def test_summary_is_the_normalised_head(text: str) -> None:
+    assert summary(text) == " ".join(text.split())[:300]
+
+
+@given(_PROSE)
+def test_knowledge_terms_and_versions_are_found_as_defined(text: str) -> None:
+    """Each term's occurrences left to right, none overlapping the one before (as
+    str.find finds them), kept when its kind's boundaries hold; versions as the regex finds them."""
+    from kbtools.ingest import knowledge
+
+    low = text.lower()
+    words = set(low.translate(str.maketrans(dict.fromkeys(".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-", " "))).split())
+    expected = []
+    for term, uses in knowledge._TERMS.items():
+        pos = low.find(term)
+        while pos >= 0:
+            end = pos + len(term)
+            for kind, field_no in uses:
+                before = pos > 0 and (low[pos - 1].isalnum() or low[pos - 1] == "_")
+                after = end < len(low) and (low[end].isalnum() or low[end] == "_")
+                if kind == knowledge._MARK or not (after or (before and kind != knowledge._SUFFIX)):
+                    if kind != knowledge._WORD or term in words:
+                        expected.append((pos, field_no))
+            pos = low.find(term, end)
+    assert knowledge._term_hits(low) == sorted(expected)
+    assert list(knowledge._versions(text)) == [m.group(0) for m in knowledge._VERSIONS.finditer(text)]
