@@ -177,21 +177,26 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     for chunk in _chunks([d.row_id for d in departed if d.role == LEAD]):
         con.execute(f"DELETE FROM cluster_posting WHERE lead IN ({','.join('?' * len(chunk))})", chunk)
     named: dict[int, tuple[int, str, str]] = {}  # position → (row id, candidate id, session) of a leader
+    known: dict[int, tuple[int, str, str, int]] = {}  # row id → (position, candidate id, session, role)
     leads: dict[int, algo.Lead] = {}
 
     def posted(voters: list[int]) -> dict[int, int]:
         """Leader position → votes from the postings of the leaders there."""
         if not voters:
             return {}
+        marks = ",".join("?" * len(voters))
+        found = con.execute(
+            f"SELECT lead, COUNT(*) FROM cluster_posting WHERE hash IN ({marks}) GROUP BY lead", voters
+        ).fetchall()
+        sql = "SELECT id, position, candidate_id, session_key, role FROM candidate WHERE id IN"
+        for row_id, position, cid, session, role in select_in(con, sql, [i for i, _ in found if i not in known]):
+            known[row_id] = (position, cid, session, role)
         votes: dict[int, int] = {}
-        for row_id, position, cid, session, count in con.execute(
-            "SELECT p.lead, c.position, c.candidate_id, c.session_key, COUNT(*) FROM cluster_posting p"
-            f" JOIN candidate c ON c.id = p.lead WHERE p.hash IN ({','.join('?' * len(voters))}) AND c.role = ?"
-            " GROUP BY p.lead",
-            (*voters, LEAD),
-        ):
-            named[position] = (row_id, cid, session)
-            votes[position] = count
+        for row_id, count in found:
+            position, cid, session, role = known.get(row_id, (0, "", "", FRESH))
+            if role == LEAD:
+                named[position] = (row_id, cid, session)
+                votes[position] = count
         return votes
 
     def lead(position: int) -> algo.Lead:
@@ -210,8 +215,7 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
             row.role, row.cluster_id = MEMBER, leader.candidate_id
         else:
             row.role, row.cluster_id = LEAD, ""
-            # A leader from now on, for the rows placed after it (posted() reads the table).
-            con.execute("UPDATE candidate SET role = ? WHERE id = ?", (LEAD, row.row_id))
+            known[row.row_id] = (row.position, row.candidate_id, row.session_key, LEAD)
             con.executemany(
                 "INSERT INTO cluster_posting(hash, lead) VALUES(?, ?)", ((h, row.row_id) for h in table.keys(view))
             )

@@ -7,6 +7,7 @@ import re
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kbtools.fsio import atomic_write_text
@@ -32,9 +33,12 @@ class AgentRun:
 
 @dataclass(frozen=True)
 class RunReview:
+    """The index update after a run, and the run per agent (read only when asked for: the
+    summary a person reads on a terminal; a script reads the JSON line)."""
+
     update: IndexUpdate
-    agents: tuple[AgentRun, ...]
-    failed_keys: tuple[str, ...]  # source keys of failed sources, for `kb ingest --explain`
+    output_dir: Path
+    run_id: str
 
     def cluster_summary(self) -> dict[str, object]:
         """The clusters as the JSON summary line reports them (with their threshold)."""
@@ -44,6 +48,48 @@ class RunReview:
             "clustered_candidates": self.update.clustered,
         }
 
+    @cached_property
+    def _per_agent(self) -> tuple[tuple[AgentRun, ...], tuple[str, ...]]:
+        status: dict[str, Counter[str]] = {}
+        failed: list[str] = []
+        for row in iter_ledger(ledger_path(self.output_dir, "manifest"), "manifest"):
+            if row is None:
+                continue
+            counts = status.setdefault(str(row["tool"]), Counter())
+            counts[str(row["parse_status"])] += 1
+            if row["parse_status"] == "failed":
+                failed.append(str(row["source_key"]))
+        new_by_tool: Counter[str] = Counter()
+        clustered_by_tool: Counter[str] = Counter()
+        with sqlite3.connect(f"file:{index_path(self.output_dir)}?mode=ro", uri=True) as con:
+            for tool, new, clustered in con.execute(
+                "SELECT tool, SUM(first_seen = ?), SUM(cluster_id != '') FROM candidate GROUP BY tool", (self.run_id,)
+            ):
+                new_by_tool[tool], clustered_by_tool[tool] = int(new or 0), int(clustered or 0)
+        con.close()
+        agents = tuple(
+            AgentRun(
+                tool,
+                read=c["processed"] + c["failed"],
+                unchanged=c["unchanged"],
+                skipped=c["skipped"],
+                failed=c["failed"],
+                new_candidates=new_by_tool[tool],
+                clustered=clustered_by_tool[tool],
+            )
+            for tool, c in sorted(status.items())
+        )
+        return agents, tuple(failed)
+
+    @property
+    def agents(self) -> tuple[AgentRun, ...]:
+        return self._per_agent[0]
+
+    @property
+    def failed_keys(self) -> tuple[str, ...]:
+        """Source keys of failed sources, for `kb ingest --explain`."""
+        return self._per_agent[1]
+
 
 def cluster_settings() -> dict[str, object]:
     """The clustering settings as a dry run reports them (nothing is clustered)."""
@@ -51,38 +97,8 @@ def cluster_settings() -> dict[str, object]:
 
 
 def review_run(output_dir: Path, run_id: str) -> RunReview:
-    """After ``--write``: the index in step with the ledgers, and the run per agent."""
-    update = update_index(output_dir, run_id=run_id)
-    status: dict[str, Counter[str]] = {}
-    failed: list[str] = []
-    for row in iter_ledger(ledger_path(output_dir, "manifest"), "manifest"):
-        if row is None:
-            continue
-        counts = status.setdefault(str(row["tool"]), Counter())
-        counts[str(row["parse_status"])] += 1
-        if row["parse_status"] == "failed":
-            failed.append(str(row["source_key"]))
-    new_by_tool: Counter[str] = Counter()
-    clustered_by_tool: Counter[str] = Counter()
-    with sqlite3.connect(f"file:{index_path(output_dir)}?mode=ro", uri=True) as con:
-        for tool, new, clustered in con.execute(
-            "SELECT tool, SUM(first_seen = ?), SUM(cluster_id != '') FROM candidate GROUP BY tool", (run_id,)
-        ):
-            new_by_tool[tool], clustered_by_tool[tool] = int(new or 0), int(clustered or 0)
-    con.close()
-    agents = tuple(
-        AgentRun(
-            tool,
-            read=c["processed"] + c["failed"],
-            unchanged=c["unchanged"],
-            skipped=c["skipped"],
-            failed=c["failed"],
-            new_candidates=new_by_tool[tool],
-            clustered=clustered_by_tool[tool],
-        )
-        for tool, c in sorted(status.items())
-    )
-    return RunReview(update, agents, tuple(failed))
+    """After ``--write``: the index in step with the ledgers (the run per agent read when asked for)."""
+    return RunReview(update_index(output_dir, run_id=run_id), output_dir, run_id)
 
 
 def note_clusters_in_summary(output_dir: Path, review: RunReview) -> None:
