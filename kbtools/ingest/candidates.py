@@ -267,17 +267,6 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
-def summary(text: str) -> str:
-    """The first ``SUMMARY_CHARS`` of the text with its whitespace runs as single spaces.
-
-    A prefix of the text normalises to a prefix of the whole's normalisation, so a
-    long enough one gives the same characters without splitting all of the text."""
-    head = " ".join(text[: 4 * SUMMARY_CHARS].split())
-    if len(head) >= SUMMARY_CHARS or len(text) <= 4 * SUMMARY_CHARS:
-        return head[:SUMMARY_CHARS]
-    return " ".join(text.split())[:SUMMARY_CHARS]
-
-
 def user_goal(turn: Sequence[KeptRecord]) -> str:
     """The turn's prompt: its first user message."""
     return next((r.text for r in turn if r.role == "user"), "")
@@ -381,7 +370,7 @@ def _turn_candidates(
                     "record_type": meta.record_type,
                     "format": meta.format,
                     "text": text,
-                    "summary": summary(text),
+                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
                     "language": "zh" if has_cjk(text) else "und",
                     "created_at": members[0].created_at or meta.created_at,
                     "updated_at": members[-1].created_at or meta.updated_at,

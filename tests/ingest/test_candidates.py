@@ -16,7 +16,6 @@ from kbtools.ingest.candidates import (
     render,
     split_messages,
     split_turns,
-    summary,
     top_words,
 )
 from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
@@ -244,11 +243,6 @@ _PROSE = st.lists(
     | st.sampled_from([" ", "  ", "\n", "\t\t", " " * 700, ". ", "? ", "-", "错误", "问题？", "x"]),
     max_size=60,
 ).map("".join)
-
-
-@given(_PROSE)
-def test_summary_is_the_normalised_head(text: str) -> None:
-    assert summary(text) == " ".join(text.split())[:300]
 
 
 @given(_PROSE)
