@@ -81,10 +81,9 @@ def write(output_dir: Path, name: str, data: Any) -> None:  # what marshal takes
         pass  # only a cache: the next run does without
 
 
-def index_part(index: object, ledger: str, stat: os.stat_result) -> Any:
-    """What a read ledger index keeps of ``ledger``, when the file is still as it was
-    written (``stat`` of it, open); else None."""
-    part = index.get(ledger) if isinstance(index, dict) else None
-    if not isinstance(part, tuple) or len(part) != 2 or part[0] != stat_key(stat):
+def index_part(index: Any, ledger: str, stat: os.stat_result) -> Any:
+    """What a ledger index as :func:`read` gives it (checksummed: in the shape written) keeps
+    of ``ledger``, when the file is still as it was written (``stat`` of it, open); else None."""
+    if index is None or index[ledger][0] != stat_key(stat):
         return None
-    return part[1]
+    return index[ledger][1]

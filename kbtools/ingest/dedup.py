@@ -16,8 +16,6 @@ from typing import NamedTuple
 from kbtools.ingest.hashing import normalize_text
 
 _FENCE_BODY = re.compile(r"```[^\n]*\n([\s\S]*?)```")
-
-
 _DECODER = json.JSONDecoder()
 
 
