@@ -176,8 +176,12 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     # The postings of leaders that left go first: a row inserted since may have one's id.
     for chunk in _chunks([d.row_id for d in departed if d.role == LEAD]):
         con.execute(f"DELETE FROM cluster_posting WHERE lead IN ({','.join('?' * len(chunk))})", chunk)
-    named: dict[int, tuple[int, str, str]] = {}  # position → (row id, candidate id, session) of a leader
-    known: dict[int, tuple[int, str, str, int]] = {}  # row id → (position, candidate id, session, role)
+    # Every leader's position (a column of one role, read in one pass), so that votes are
+    # counted without reading the rows they name; a leader's id and session are read when it
+    # is compared.
+    position_of: dict[int, int] = dict(con.execute("SELECT id, position FROM candidate WHERE role = ?", (LEAD,)))
+    lead_at = {position: row_id for row_id, position in position_of.items()}
+    placed = {row.row_id: row for row in batch}
     leads: dict[int, algo.Lead] = {}
 
     def posted(voters: list[int]) -> dict[int, int]:
@@ -185,23 +189,18 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
         if not voters:
             return {}
         marks = ",".join("?" * len(voters))
-        found = con.execute(
-            f"SELECT lead, COUNT(*) FROM cluster_posting WHERE hash IN ({marks}) GROUP BY lead", voters
-        ).fetchall()
-        sql = "SELECT id, position, candidate_id, session_key, role FROM candidate WHERE id IN"
-        for row_id, position, cid, session, role in select_in(con, sql, [i for i, _ in found if i not in known]):
-            known[row_id] = (position, cid, session, role)
-        votes: dict[int, int] = {}
-        for row_id, count in found:
-            position, cid, session, role = known.get(row_id, (0, "", "", FRESH))
-            if role == LEAD:
-                named[position] = (row_id, cid, session)
-                votes[position] = count
-        return votes
+        found = con.execute(f"SELECT lead, COUNT(*) FROM cluster_posting WHERE hash IN ({marks}) GROUP BY lead", voters)
+        return {position_of[row_id]: count for row_id, count in found if row_id in position_of}
 
     def lead(position: int) -> algo.Lead:
-        row_id, cid, session = named[position]
+        row_id = lead_at[position]
         if row_id not in leads:
+            row = placed.get(row_id)
+            cid, session = (
+                (row.candidate_id, row.session_key)
+                if row is not None
+                else con.execute("SELECT candidate_id, session_key FROM candidate WHERE id = ?", (row_id,)).fetchone()
+            )
             feats = features.get(row_id) or _features(con, [row_id])[row_id]
             leads[row_id] = table.lead(cid, session, feats)
         return leads[row_id]
@@ -215,7 +214,7 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
             row.role, row.cluster_id = MEMBER, leader.candidate_id
         else:
             row.role, row.cluster_id = LEAD, ""
-            known[row.row_id] = (row.position, row.candidate_id, row.session_key, LEAD)
+            position_of[row.row_id], lead_at[row.position] = row.position, row.row_id
             con.executemany(
                 "INSERT INTO cluster_posting(hash, lead) VALUES(?, ?)", ((h, row.row_id) for h in table.keys(view))
             )
