@@ -73,12 +73,12 @@ class StoredKeys(NamedTuple):
     error_logs: tuple[bytes, ...]
 
     @classmethod
-    def of(cls, keys: Sequence[DedupKey], markings: Sequence[tuple[object, object]]) -> StoredKeys:
+    def of(cls, keys: Sequence[DedupKey]) -> StoredKeys:
         return cls(
             tuple(k.fingerprint for k in keys),
             tuple(k.candidate_id for k in keys),
-            tuple(d for d, _ in markings),
-            tuple(u for _, u in markings),
+            tuple(k.marking[0] for k in keys),
+            tuple(k.marking[1] for k in keys),
             tuple(b for k in keys for b in k.code_blocks),
             tuple(e for k in keys for e in k.error_logs),
         )
@@ -106,17 +106,10 @@ class Deduplicator:
         self._error_logs: set[bytes] = set()
         self.duplicate_code_blocks = self.duplicate_error_logs = 0
 
-    def mark(self, key: DedupKey) -> str:
-        """The canonical candidate id this one duplicates, or "" when it is the first."""
-        first = self._canonical.setdefault(key.fingerprint, key.candidate_id)
-        self.duplicate_code_blocks += _repeats(self._code_blocks, key.code_blocks)
-        self.duplicate_error_logs += _repeats(self._error_logs, key.error_logs)
-        return first if first != key.candidate_id else ""
-
     def mark_stored(self, keys: StoredKeys) -> tuple[int, list[str] | None]:
-        """:meth:`mark` for a source's keys as the key cache keeps them: (how many are
-        duplicates, None when every marking equals the stored one, else each key's
-        canonical twin or "")."""
+        """Marks a source's keys as the key cache keeps them, in ledger order: (how many
+        are duplicates, None when every marking equals the stored one, else each key's
+        canonical twin, or "" for a first)."""
         self.duplicate_code_blocks += _repeats(self._code_blocks, keys.code_blocks)
         self.duplicate_error_logs += _repeats(self._error_logs, keys.error_logs)
         canonical = self._canonical
@@ -146,10 +139,6 @@ class Deduplicator:
                 changed = changed or decision != "jotting" or duplicate_of != ""
                 twins.append("")
         return duplicates, twins if changed else None
-
-    def apply(self, candidate: dict[str, object]) -> dict[str, object]:
-        candidate["decision"], candidate["duplicate_of"] = marking(self.mark(DedupKey.of(candidate)))
-        return candidate
 
 
 def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:

@@ -377,7 +377,7 @@ class _RunState:
         """``rows`` marked for duplicates, counted and written to the sink."""
         self.emitted.add(rows.manifest["source_key"])
         keys = rows.candidate_keys
-        stored = rows.stored_keys or StoredKeys.of(keys, [key.marking for key in keys])
+        stored = rows.stored_keys or StoredKeys.of(keys)
         duplicates, twins = self.dedup.mark_stored(stored)
         # Trusted lines written back as they are keep the digest they were checked against.
         digest, blob = rows.lines_digest, rows.stored_blob

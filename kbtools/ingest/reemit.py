@@ -193,7 +193,7 @@ def _redact_again(candidate: Row, redactor: Redactor) -> Row:
 
 
 # Lines written with other candidate fields are re-checked (and written with these) once.
-_CANDIDATE_SCHEMA = ",".join(rows_schema.fields_of(rows_schema.CandidateRow))
+_CANDIDATE_SCHEMA = ",".join(rows_schema.FIELDS[rows_schema.CandidateRow])
 
 
 @functools.lru_cache(maxsize=4)

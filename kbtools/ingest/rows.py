@@ -5,7 +5,7 @@
 - :class:`RejectedRow`  ``rejected.jsonl``, why a source yielded nothing
 - :class:`EventRow`     ``events.jsonl``, per-source events (``derived_excluded``)
 
-A row's JSON keys are its fields in declaration order (:func:`fields_of`).
+A row's JSON keys are its fields in declaration order (:data:`FIELDS`).
 Reading a line validates it (:func:`decode`: a required field missing, or any
 field of the wrong kind, and the line is malformed); writing one encodes it
 (:func:`encode`).
@@ -28,7 +28,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final
 
 PARSE_STATUSES: Final = ("processed", "unchanged", "skipped", "failed")
 # The journal's tag of the run that wrote a row (never a field of a final ledger).
@@ -169,7 +169,6 @@ class EventRow:
 
 
 LedgerRow = ManifestRow | CandidateRow | RejectedRow | EventRow
-R = TypeVar("R", ManifestRow, CandidateRow, RejectedRow, EventRow)
 
 ROW_TYPES: Final[dict[str, type[LedgerRow]]] = {t.LEDGER: t for t in (ManifestRow, CandidateRow, RejectedRow, EventRow)}
 # The ledgers, and the rename order of a final write (the manifest last: it never
@@ -178,20 +177,16 @@ LEDGERS: Final = tuple(ROW_TYPES)
 COMMIT_ORDER: Final = ("candidates", "rejected", "events", "manifest")
 
 
-_FIELDS: Final[dict[type[LedgerRow], tuple[str, ...]]] = {
+# Each row type's JSON keys, in the order a line has them.
+FIELDS: Final[dict[type[LedgerRow], tuple[str, ...]]] = {
     t: tuple(f.name for f in dataclasses.fields(t)) for t in ROW_TYPES.values()
 }
 
 
-def fields_of(row_type: type[LedgerRow]) -> tuple[str, ...]:
-    """The row type's JSON keys, in the order a line has them."""
-    return _FIELDS[row_type]
-
-
 # The candidate fields that are the reference's knowledge fields (``topic`` … ``existing_kb_status``).
-KNOWLEDGE_FIELDS: Final = fields_of(CandidateRow)[: fields_of(CandidateRow).index("candidate_id")]
+KNOWLEDGE_FIELDS: Final = FIELDS[CandidateRow][: FIELDS[CandidateRow].index("candidate_id")]
 # Every field list, as the caches that depend on the schema key themselves by it.
-SCHEMA_KEY: Final = tuple(fields_of(t) for t in ROW_TYPES.values())
+SCHEMA_KEY: Final = tuple(FIELDS[t] for t in ROW_TYPES.values())
 
 
 # --------------------------------------------------------------------------- checks
@@ -225,7 +220,7 @@ REQUIRED: Final = {
     for name, t in ROW_TYPES.items()
 }
 _CHECKS: Final = {
-    name: tuple((key, _kind(hint)) for key, hint in typing.get_type_hints(t).items() if key in _FIELDS[t])
+    name: tuple((key, _kind(hint)) for key, hint in typing.get_type_hints(t).items() if key in FIELDS[t])
     for name, t in ROW_TYPES.items()
 }
 
@@ -246,29 +241,18 @@ def decode(line: bytes | str, ledger: str) -> Row | None:
     return obj
 
 
-def read_row(row_type: type[R], line: bytes | str) -> R | None:
-    """One line as a typed row (absent fields take their defaults; extras are dropped), or
-    None when it is malformed."""
-    obj = decode(line, row_type.LEDGER)
-    if obj is None:
-        return None
-    # Checked by kind when decoded, so each value fits its field.
-    values: dict[str, Any] = {name: obj[name] for name in fields_of(row_type) if name in obj}
-    return row_type(**values)
-
-
 # --------------------------------------------------------------------------- encoding
 
 
 def as_json(row: LedgerRow) -> Row:
     """A row as a JSON object, its fields in declaration order."""
-    return {name: getattr(row, name) for name in fields_of(type(row))}
+    return {name: getattr(row, name) for name in FIELDS[type(row)]}
 
 
 def ordered(obj: Mapping[str, object], ledger: str) -> Row:
     """A JSON object of ``ledger`` in field order; unknown extra keys of an older or newer
     ledger are kept at the end (the journal's run tag is dropped)."""
-    out: Row = {name: obj[name] for name in fields_of(ROW_TYPES[ledger]) if name in obj}
+    out: Row = {name: obj[name] for name in FIELDS[ROW_TYPES[ledger]] if name in obj}
     out.update((k, v) for k, v in obj.items() if k not in out and k != RUN_TAG)
     return out
 

@@ -20,7 +20,7 @@ from kbtools.ingest.candidates import (
 )
 from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
 from kbtools.ingest.hashing import fingerprint
-from kbtools.ingest.rows import CandidateRow, fields_of
+from kbtools.ingest.rows import FIELDS, CandidateRow
 
 META = SourceMeta("k" * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", "", "")
 PROMPT = "Why does the TypeScript build fail with error TS2307? Please find the root cause and a fix."
@@ -50,7 +50,7 @@ def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
 
 def test_candidates_have_the_ledger_fields_in_order() -> None:
     (candidate,), _ = build([rec("user", PROMPT), rec("assistant", ANSWER)])
-    assert tuple(candidate) == fields_of(CandidateRow)
+    assert tuple(candidate) == FIELDS[CandidateRow]
     assert candidate["text"] == f"[user] {PROMPT}\n[assistant] {ANSWER}"
     assert candidate["fingerprint"] == fingerprint(str(candidate["text"]))
     assert candidate["user_goal"] == PROMPT
@@ -96,24 +96,56 @@ def test_equal_turns_get_distinct_stable_ids() -> None:
     assert [c["candidate_id"] for c in first] == [c["candidate_id"] for c in again]
 
 
+def mark(dedup: Deduplicator, candidate: dict[str, object]) -> tuple[object, object]:
+    """The marking ``dedup`` gives one candidate, as a source of its own."""
+    key = DedupKey.of({"decision": "jotting", "duplicate_of": "", **candidate})
+    _, twins = dedup.mark_stored(StoredKeys.of([key]))
+    return key.marking if twins is None else marking(twins[0])
+
+
+class OneByOne:
+    """The reference marking, one candidate at a time in ledger order: the first of a
+    fingerprint is canonical; a code block or error log seen before is a repeat."""
+
+    def __init__(self) -> None:
+        self.canonical: dict[str, str] = {}
+        self.code_blocks: set[bytes] = set()
+        self.error_logs: set[bytes] = set()
+        self.duplicate_code_blocks = self.duplicate_error_logs = 0
+
+    def mark(self, key: DedupKey) -> str:
+        first = self.canonical.setdefault(key.fingerprint, key.candidate_id)
+        self.duplicate_code_blocks += self.repeats(self.code_blocks, key.code_blocks)
+        self.duplicate_error_logs += self.repeats(self.error_logs, key.error_logs)
+        return first if first != key.candidate_id else ""
+
+    @staticmethod
+    def repeats(seen: set[bytes], digests: tuple[bytes, ...]) -> int:
+        count = 0
+        for digest in digests:
+            count += digest in seen
+            seen.add(digest)
+        return count
+
+
 def test_duplicates_point_at_the_first_candidate_with_the_same_text() -> None:
     dedup = Deduplicator()
-    a = dedup.apply({"candidate_id": "a", "fingerprint": fingerprint("Hello  WORLD"), "text": ""})
-    b = dedup.apply({"candidate_id": "b", "fingerprint": fingerprint(" hello world "), "text": ""})
-    assert a["decision"] == "jotting" and a["duplicate_of"] == ""
-    assert b["decision"] == "duplicate" and b["duplicate_of"] == "a"
+    a = mark(dedup, {"candidate_id": "a", "fingerprint": fingerprint("Hello  WORLD"), "text": ""})
+    b = mark(dedup, {"candidate_id": "b", "fingerprint": fingerprint(" hello world "), "text": ""})
+    assert a == ("jotting", "")
+    assert b == ("duplicate", "a")
 
 
 def test_repeated_code_blocks_are_counted() -> None:
     dedup = Deduplicator()
     block = "```sh\n" + "pnpm install --frozen-lockfile && pnpm build\n" + "```"
     for i in range(3):
-        dedup.apply({"candidate_id": str(i), "fingerprint": str(i), "text": f"run {i}\n{block}"})
+        mark(dedup, {"candidate_id": str(i), "fingerprint": str(i), "text": f"run {i}\n{block}"})
     assert dedup.duplicate_code_blocks == 2
 
 
 def test_marking_stored_keys_equals_marking_each_candidate() -> None:
-    """The key cache's path (one record per source) marks and counts as the per-candidate path."""
+    """The key cache's path (one record per source) marks and counts as the reference, one candidate at a time."""
     import random
 
     rng = random.Random(7)
@@ -136,16 +168,17 @@ def test_marking_stored_keys_equals_marking_each_candidate() -> None:
                 )
             )
         sources.append(keys)
-    one, stored = Deduplicator(), Deduplicator()
+    one, stored = OneByOne(), Deduplicator()
     for keys in sources:
         expected = [marking(one.mark(key)) for key in keys]
-        duplicates, twins = stored.mark_stored(StoredKeys.of(keys, [key.marking for key in keys]))
+        duplicates, twins = stored.mark_stored(StoredKeys.of(keys))
         assert duplicates == sum(decision == "duplicate" for decision, _ in expected)
         # None: every stored marking ("jotting") still holds.
         assert (twins is None) == all(mark == ("jotting", "") for mark in expected)
         if twins is not None:
             assert [marking(twin) for twin in twins] == expected
-        again = StoredKeys.of(keys, expected)
+        assert StoredKeys.of(keys).markings == [key.marking for key in keys]
+        again = StoredKeys.of(keys).marked(expected)
         assert again.markings == expected and again.marked(expected) == again
     assert (stored.duplicate_code_blocks, stored.duplicate_error_logs) == (
         one.duplicate_code_blocks,
