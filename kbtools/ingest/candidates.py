@@ -142,10 +142,6 @@ class _Chunk:
         self.pieces: list[tuple[str, str]] = []
         self.size = 0
 
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
 
 def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[_Chunk]:
     """Pack the turn's rendered records into texts of at most ``limit`` characters."""
@@ -195,7 +191,8 @@ def top_words(tokens: list[str], limit: int = KEYWORDS) -> list[str]:
 
 def _top_counted(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
     """:func:`top_words` of the tokens ``distinct`` counts."""
-    if _edge_underscore(distinct):
+    joined = " ".join(distinct)  # does any token start or end with "_"? (one search in C)
+    if "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined):
         counts: dict[str, int] = {}  # a plain dict: Counter's += calls __missing__ per new word
         for token, n in distinct.items():
             if len(token) > 2 and token not in STOPWORDS:
@@ -214,12 +211,6 @@ def _top_counted(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
                 if len(top) == limit + 8:
                     break
     return [w for w in top if len(w) > 2 and not w.isdigit()][:limit]
-
-
-def _edge_underscore(distinct: Counter[str]) -> bool:
-    """Whether any of the tokens starts or ends with ``_`` (looked for in one joined string)."""
-    joined = " ".join(distinct)
-    return "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined)
 
 
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -267,32 +258,10 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
-def user_goal(turn: Sequence[KeptRecord]) -> str:
-    """The turn's prompt: its first user message."""
-    return next((r.text for r in turn if r.role == "user"), "")
-
-
 def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) -> str:
     """Unique and stable: the reference's sha256(source_key \\0 fingerprint) collided for
     two turns with equal text, so the turn and chunk position are part of the id."""
     return sha256_hex(f"{source_key}\0{fp}\0{turn_index}\0{chunk_index}")
-
-
-def source_fields(meta: SourceMeta, fp: str, turn_index: int, chunk_index: int) -> dict[str, object]:
-    """The fields of a candidate that come from its source and place, not from its text
-    (and its duplicate marking, as built: none yet)."""
-    decision, duplicate_of = marking("")
-    return {
-        "source_refs": [meta.source_key],
-        "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
-        "source_key": meta.source_key,
-        "session_key": meta.session_key,
-        "project_key": meta.project_key,
-        "decision": decision,
-        "duplicate_of": duplicate_of,
-        "turn_index": turn_index,
-        "chunk_index": chunk_index,
-    }
 
 
 def build_candidates(
@@ -308,85 +277,69 @@ def build_candidates(
     """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
     out: list[dict[str, object]] = []
     budget = max_text
+    decision, duplicate_of = marking("")  # as built: no duplicate marking yet
     for turn_index, turn in enumerate(split_turns(records)):
-        made, truncated = _turn_candidates(
-            meta, turn, turn_index, notes, budget, max_candidate, base_confidence, require_signal
-        )
-        out.extend(made)
-        if truncated:
-            return CandidateBatch(tuple(out), True)
-        budget -= sum(len(str(c["text"])) for c in made)
-    return CandidateBatch(tuple(out), False)
-
-
-def _turn_candidates(
-    meta: SourceMeta,
-    turn: Sequence[KeptRecord],
-    turn_index: int,
-    notes: NoteIndex,
-    budget: int,
-    max_candidate: int,
-    base_confidence: float,
-    require_signal: bool,
-) -> tuple[list[dict[str, object]], bool]:
-    """The candidates of one turn, and whether ``budget`` (characters) cut them off."""
-    out: list[dict[str, object]] = []
-    whole = "\n".join(render(r.role, r.text) for r in turn)
-    whole_counts = Counter(word_list(whole.lower()))
-    whole_words = set(whole_counts)  # control_plane.words_of(whole)
-    signals = technical_signals(whole, whole_words)
-    if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
-        return out, False
-    for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
-        text, members = chunk.text, chunk.members
-        if len(text) > budget:
-            return out, True
-        budget -= len(text)
-        fp = fingerprint(text)
-        # The chunk's word set: the turn's when it is the whole turn; for ASCII
-        # text (NFKC changes nothing) the keyword tokens are the same words.
-        text_words: set[str] | None = whole_words
-        if text == whole and text.isascii():
-            counts = whole_counts
-        else:
-            counts = Counter(keyword_tokens(text))
-            text_words = whole_words if text == whole else set(counts) if text.isascii() else None
-        words = _top_counted(counts)
-        matches = notes.match(words)
-        # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
-        piece_words = text_words if text.isascii() else None
-        fields = knowledge_fields(user_goal(turn), chunk.pieces, text, text_words, piece_words)
-        evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
-        confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
-        labels = unique((label for r in members for label in r.labels), 64)
-        out.append(
-            ordered(
-                {
-                    **fields,
-                    "topic": " / ".join(words[:3]) or "uncategorized",
+        whole = "\n".join(render(r.role, r.text) for r in turn)
+        whole_counts = Counter(word_list(whole.lower()))
+        whole_words = set(whole_counts)  # control_plane.words_of(whole)
+        signals = technical_signals(whole, whole_words)
+        if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
+            continue
+        goal = next((r.text for r in turn if r.role == "user"), "")  # the turn's prompt
+        for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
+            text, members = "\n".join(chunk.lines), chunk.members
+            if len(text) > budget:
+                return CandidateBatch(tuple(out), True)
+            budget -= len(text)
+            fp = fingerprint(text)
+            # The chunk's word set: the turn's when it is the whole turn; for ASCII
+            # text (NFKC changes nothing) the keyword tokens are the same words.
+            text_words: set[str] | None = whole_words
+            if text == whole and text.isascii():
+                counts = whole_counts
+            else:
+                counts = Counter(keyword_tokens(text))
+                text_words = whole_words if text == whole else set(counts) if text.isascii() else None
+            words = _top_counted(counts)
+            matches = notes.match(words)
+            # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
+            piece_words = text_words if text.isascii() else None
+            fields = knowledge_fields(goal, chunk.pieces, text, text_words, piece_words)
+            evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
+            confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
+            labels = unique((label for r in members for label in r.labels), 64)
+            row = {
+                **fields,
+                "topic": " / ".join(words[:3]) or "uncategorized",
+                "confidence": confidence,
+                "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
+                "tool": meta.tool,
+                "record_type": meta.record_type,
+                "format": meta.format,
+                "text": text,
+                "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                "language": "zh" if has_cjk(text) else "und",
+                "created_at": members[0].created_at or meta.created_at,
+                "updated_at": members[-1].created_at or meta.updated_at,
+                "note_matches": matches,
+                "redactions": labels,
+                "conclusion_status": "unverified_inference",
+                "scores": {
+                    "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
                     "confidence": confidence,
-                    "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                    "tool": meta.tool,
-                    "record_type": meta.record_type,
-                    "format": meta.format,
-                    "text": text,
-                    "summary": " ".join(text.split())[:SUMMARY_CHARS],
-                    "language": "zh" if has_cjk(text) else "und",
-                    "created_at": members[0].created_at or meta.created_at,
-                    "updated_at": members[-1].created_at or meta.updated_at,
-                    "note_matches": matches,
-                    "redactions": labels,
-                    "conclusion_status": "unverified_inference",
-                    "scores": {
-                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
-                        "confidence": confidence,
-                        "novelty": 0.3 if matches else 0.7,
-                    },
-                    "topic_keys": words[:5],
-                    "fingerprint": fp,
-                    **source_fields(meta, fp, turn_index, chunk_index),
+                    "novelty": 0.3 if matches else 0.7,
                 },
-                "candidates",
-            )
-        )
-    return out, False
+                "topic_keys": words[:5],
+                "fingerprint": fp,
+                "source_refs": [meta.source_key],
+                "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                "source_key": meta.source_key,
+                "session_key": meta.session_key,
+                "project_key": meta.project_key,
+                "decision": decision,
+                "duplicate_of": duplicate_of,
+                "turn_index": turn_index,
+                "chunk_index": chunk_index,
+            }
+            out.append(ordered(row, "candidates"))
+    return CandidateBatch(tuple(out), False)

@@ -145,25 +145,7 @@ SIGNAL_WORDS = frozenset(
     kubernetes linux java typescript javascript python rust astro svelte css theme themes omp opencode
     codex agent agents llm llms""".split()
 )
-SIGNAL_CJK = (
-    "错误",
-    "失败",
-    "根因",
-    "修复",
-    "配置",
-    "验证",
-    "测试",
-    "构建",
-    "数据库",
-    "架构",
-    "排查",
-    "工具",
-    "会话",
-    "知识库",
-    "前端",
-    "后端",
-    "设计",
-)
+SIGNAL_CJK = tuple("错误 失败 根因 修复 配置 验证 测试 构建 数据库 架构 排查 工具 会话 知识库 前端 后端 设计".split())
 # ASCII punctuation that separates words (`_` stays: it is part of an identifier).
 _SEPARATOR_BYTES = b".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"
 # Translated as UTF-8 bytes: str.translate falls back to a per-character dict
@@ -191,7 +173,3 @@ def technical_signals(text: str, words: set[str] | None = None) -> set[str]:
     if not text.isascii():
         found.update(term for term in SIGNAL_CJK if term in text)
     return found
-
-
-def has_technical_signal(text: str) -> bool:
-    return bool(technical_signals(text))

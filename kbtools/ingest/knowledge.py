@@ -21,128 +21,41 @@ ENV_MATCHES = 12
 
 # Sentence fields, in priority order: a sentence goes to the first field it fits.
 # Latin terms match as whole words (case-insensitive); CJK terms and marks anywhere.
-SENTENCE_FIELDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+_FIELD_TERMS = (
     # …and any word ending in error/exception ("TypeError"): see _SUFFIXES.
-    ("error_messages", ("traceback", "panic", "errno", "错误", "异常"), False),
+    ("error_messages", "traceback, panic, errno, 错误, 异常"),
     (
         "failed_solutions",
-        (
-            "did not work",
-            "doesn't work",
-            "didn't work",
-            "failed approach",
-            "dead end",
-            "无效",
-            "不生效",
-            "死胡同",
-            "否定方案",
-            "失败方案",
-        ),
-        False,
+        "did not work, doesn't work, didn't work, failed approach, dead end, 无效, 不生效, 死胡同, 否定方案, 失败方案",
     ),
-    ("root_cause", ("root cause", "caused by", "because of", "原因", "根因"), False),
-    (
-        "final_solution",
-        (
-            "solution",
-            "solved",
-            "resolved",
-            "fix",
-            "fixed",
-            "fixes",
-            "the fix",
-            "workaround",
-            "解决",
-            "修复",
-            "最终",
-            "结论",
-        ),
-        False,
-    ),
-    ("rollback", ("rollback", "roll back", "revert", "reverted", "restore", "回滚", "恢复"), False),
-    (
-        "risks_side_effects",
-        ("risk", "risks", "side effect", "side effects", "warning", "danger", "风险", "副作用", "警告", "危险"),
-        False,
-    ),
-    ("non_applicability", ("does not apply", "not applicable", "不适用", "不要用于"), False),
-    ("applicability", ("applies", "applicable", "适用", "前置条件", "场景"), False),
-    (
-        "validation_results",
-        ("passed", "passes", "verified", "validation", "tests pass", "green", "通过", "验证"),
-        False,
-    ),
+    ("root_cause", "root cause, caused by, because of, 原因, 根因"),
+    ("final_solution", "solution, solved, resolved, fix, fixed, fixes, the fix, workaround, 解决, 修复, 最终, 结论"),
+    ("rollback", "rollback, roll back, revert, reverted, restore, 回滚, 恢复"),
+    ("risks_side_effects", "risk, risks, side effect, side effects, warning, danger, 风险, 副作用, 警告, 危险"),
+    ("non_applicability", "does not apply, not applicable, 不适用, 不要用于"),
+    ("applicability", "applies, applicable, 适用, 前置条件, 场景"),
+    ("validation_results", "passed, passes, verified, validation, tests pass, green, 通过, 验证"),
     (
         "symptoms",
-        (
-            "symptom",
-            "symptoms",
-            "failed",
-            "failing",
-            "fails",
-            "slow",
-            "timeout",
-            "timed out",
-            "hangs",
-            "crash",
-            "crashes",
-            "问题",
-            "现象",
-            "失败",
-            "超时",
-            "缓慢",
-        ),
-        False,
+        "symptom, symptoms, failed, failing, fails, slow, timeout, timed out, hangs, crash, crashes, "
+        "问题, 现象, 失败, 超时, 缓慢",
     ),
     (
         "investigation_steps",
-        (
-            "inspect",
-            "inspected",
-            "check",
-            "checked",
-            "trace",
-            "traced",
-            "search",
-            "searched",
-            "diagnose",
-            "diagnosed",
-            "bisect",
-            "排查",
-            "检查",
-            "定位",
-            "读取",
-            "搜索",
-            "诊断",
-        ),
-        False,
+        "inspect, inspected, check, checked, trace, traced, search, searched, diagnose, diagnosed, bisect, "
+        "排查, 检查, 定位, 读取, 搜索, 诊断",
     ),
-    ("attempted_solutions", ("attempt", "attempted", "tried", "try", "trying", "方案", "尝试", "改用"), False),
-    (
-        "changes",
-        ("change", "changed", "patch", "patched", "edit", "edited", "修改", "补丁", "配置变更", "代码变更"),
-        False,
-    ),
-    ("trigger_conditions", ("when", "whenever", "trigger", "triggers", "triggered", "条件", "触发"), False),
+    ("attempted_solutions", "attempt, attempted, tried, try, trying, 方案, 尝试, 改用"),
+    ("changes", "change, changed, patch, patched, edit, edited, 修改, 补丁, 配置变更, 代码变更"),
+    ("trigger_conditions", "when, whenever, trigger, triggers, triggered, 条件, 触发"),
     (
         "reusable_lessons",
-        (
-            "lesson",
-            "lessons",
-            "principle",
-            "generalize",
-            "generalise",
-            "always",
-            "never",
-            "经验",
-            "原则",
-            "方法论",
-            "可推广",
-        ),
-        False,
+        "lesson, lessons, principle, generalize, generalise, always, never, 经验, 原则, 方法论, 可推广",
     ),
-    ("unresolved_questions", ("?", "？", "未解决", "待验证"), True),  # user sentences only
+    ("unresolved_questions", "?, ？, 未解决, 待验证"),
 )
+SENTENCE_FIELDS = tuple((name, tuple(terms.split(", "))) for name, terms in _FIELD_TERMS)
+_USER_ONLY = len(SENTENCE_FIELDS) - 1  # unresolved_questions: from user sentences only
 
 
 # Python's regex engine runs a case-insensitive alternation of a hundred terms at
@@ -161,7 +74,7 @@ _ASCII_BREAKS = _SENTENCE_BREAKS[:4]
 def _index_terms() -> dict[str, list[tuple[int, int]]]:
     """Term → (kind, field number) of each of its uses."""
     index: dict[str, list[tuple[int, int]]] = {}
-    for i, (_, terms, _) in enumerate(SENTENCE_FIELDS):
+    for i, (_, terms) in enumerate(SENTENCE_FIELDS):
         for term in terms:
             kind = (_WORD if term.isalnum() else _PHRASE) if term.isascii() and term[0].isalnum() else _MARK
             index.setdefault(term, []).append((kind, i))
@@ -230,16 +143,6 @@ class _Sentences:
                 pos = text.find(mark, pos + 1)
         self.at.sort()
 
-    def _after(self, j: int) -> int:
-        """Where the sentence after delimiter ``j`` starts (". " is two characters, the others one)."""
-        i = self.at[j]
-        return i + 2 if self.text[i] in ".!?" else i + 1
-
-    def _end(self, k: int) -> int:
-        """Where the sentence before delimiter ``k`` ends (a newline is not in it)."""
-        i = self.at[k]
-        return i if self.text[i] == "\n" else i + 1
-
     def around(self, pos: int) -> tuple[int, int]:
         """(start, end) of the sentence holding ``pos``: after the last delimiter that
         ends at or before it, up to the first delimiter at or after it."""
@@ -247,12 +150,15 @@ class _Sentences:
         start = 0
         # A delimiter starting just before pos may end after it (". " at pos - 1);
         # the one before it ends in time, and no earlier one ends later.
+        # (". " is two characters long, the other delimiters one.)
         for j in (k - 1, k - 2):
-            if j >= 0 and (after := self._after(j)) <= pos:
+            if j >= 0 and (after := self.at[j] + (2 if self.text[self.at[j]] in ".!?" else 1)) <= pos:
                 start = after
                 break
         k = bisect_left(self.at, pos)
-        return start, self._end(k) if k < len(self.at) else self.size
+        if k == len(self.at):
+            return start, self.size
+        return start, self.at[k] + (self.text[self.at[k]] != "\n")  # a newline is not in the sentence
 
 
 SINGLE_FIELDS = ("root_cause", "final_solution")
@@ -280,16 +186,14 @@ ENVIRONMENTS = {
     "python": "Python",
 }
 _VERSIONED = frozenset(ENVIRONMENTS) | {"pnpm", "js"}
-_VERSIONS = re.compile(
-    r"(?<![A-Za-z0-9_])(?:OMP|OpenCode|Codex|Astro|Node(?:\.js)?|pnpm|Java|Spring|Docker|MySQL|TypeScript"
-    r"|Svelte|Python)\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![A-Za-z0-9_])",
-    re.IGNORECASE,
-)
-# The same over lower-cased text: three times faster than IGNORECASE in `re`.
+# Software versions, matched over lower-cased text (three times faster than
+# IGNORECASE in `re`) and tried only where one of the names occurs.
+_VERSION_NAMES = "omp opencode codex astro node pnpm java spring docker mysql typescript svelte python".split()
 _VERSIONS_LOW = re.compile(
-    r"(?<![a-z0-9_])(?:omp|opencode|codex|astro|node(?:\.js)?|pnpm|java|spring|docker|mysql|typescript"
-    r"|svelte|python)\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![a-z0-9_])"
+    r"(?<![a-z0-9_])(?:" + "|".join(_VERSION_NAMES).replace("node", r"node(?:\.js)?") + ")"
+    r"\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![a-z0-9_])"
 )
+_VERSIONS = re.compile(_VERSIONS_LOW.pattern, re.IGNORECASE)  # for text whose lower case is longer
 # A command at the start of a line (MULTILINE `^` fails fast off a line start).
 _COMMANDS = re.compile(
     r"^[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
@@ -312,7 +216,7 @@ def has_cjk(text: str) -> bool:
 def _sentence_fields(pieces: Iterable[tuple[str, str]], present: set[str] | None = None) -> dict[str, list[str]]:
     """Each sentence that uses a field's terms goes to the first such field with room
     (``present``: as for :func:`_term_hits`, over all the pieces)."""
-    fields: dict[str, list[str]] = {name: [] for name, _, _ in SENTENCE_FIELDS}
+    fields: dict[str, list[str]] = {name: [] for name, _ in SENTENCE_FIELDS}
     for role, text in pieces:
         low = text.lower()
         if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
@@ -322,7 +226,7 @@ def _sentence_fields(pieces: Iterable[tuple[str, str]], present: set[str] | None
         start = 0
         bounds: _Sentences | None = None
         for pos, field_no in _term_hits(low, present):
-            if SENTENCE_FIELDS[field_no][2] and role != "user":
+            if field_no == _USER_ONLY and role != "user":
                 continue
             if pos >= end:
                 bounds = bounds or _Sentences(text)
@@ -384,8 +288,7 @@ def _version_names() -> Any:
     """An automaton of the names a ``_VERSIONS_LOW`` match starts with."""
     import ahocorasick_rs
 
-    names = "omp opencode codex astro node pnpm java spring docker mysql typescript svelte python".split()
-    return ahocorasick_rs.AhoCorasick(names, matchkind=ahocorasick_rs.MatchKind.Standard)
+    return ahocorasick_rs.AhoCorasick(_VERSION_NAMES, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
 def knowledge_fields(

@@ -147,7 +147,8 @@ class WorkerPool:
         ready, _, _ = select.select([w.result_fd for w in busy], [], [], timeout)
         for worker in busy:
             if worker.result_fd in ready and worker.owed is not None:
-                self._done[worker.owed] = pickle.loads(_read_frame(worker))
+                size = _HEADER.unpack(_read_exact(worker, _HEADER.size))[0]
+                self._done[worker.owed] = pickle.loads(_read_exact(worker, size))
                 worker.owed = None
         return True
 
@@ -218,11 +219,6 @@ def _serve(task_fd: int, result_fd: int, func: Callable[[Any], Any], init: Calla
                 except Exception:
                     reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
             write_all(result_fd, _HEADER.pack(len(reply)) + reply)
-
-
-def _read_frame(worker: _Worker) -> bytes:
-    header = _read_exact(worker, _HEADER.size)
-    return _read_exact(worker, _HEADER.unpack(header)[0])
 
 
 def _read_exact(worker: _Worker, size: int) -> bytes:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbtools.ingest.control_plane import has_technical_signal, is_internal_text, technical_signals
+from kbtools.ingest.control_plane import is_internal_text, technical_signals
 
 INTERNAL = [
     "Silent mode",
@@ -61,12 +61,12 @@ def test_prefix_rules_only_look_at_the_start() -> None:
 
 @pytest.mark.parametrize("text", ["use the latest release", "a capital idea", "the prefix is wrong", "contest"])
 def test_technical_signal_needs_whole_words(text: str) -> None:
-    assert not has_technical_signal(text)
+    assert not technical_signals(text)
 
 
 @pytest.mark.parametrize("text", ["the tests failed", "Fixed the Docker config", "调用 API 失败", "构建错误"])
 def test_technical_signal_found(text: str) -> None:
-    assert has_technical_signal(text)
+    assert technical_signals(text)
 
 
 def test_signals_are_counted_once_each() -> None:
