@@ -177,13 +177,8 @@ def keyword_tokens(text: str) -> list[str]:
     return word_list(unicodedata.normalize("NFKC", text).lower())
 
 
-def keywords(text: str, limit: int = KEYWORDS) -> list[str]:
-    """The most frequent content words (ties: first seen), at most ``limit``."""
-    return top_words(keyword_tokens(text), limit)
-
-
 def top_words(tokens: list[str], limit: int = KEYWORDS) -> list[str]:
-    """:func:`keywords` of already split tokens."""
+    """The most frequent content words of :func:`keyword_tokens` (ties: first seen), at most ``limit``."""
     # Counted distinct first (in C): a Counter keeps first-seen order, so ties
     # still go to the word seen first.
     return _top_counted(Counter(tokens), limit)
@@ -242,7 +237,7 @@ class NoteIndex(NamedTuple):
             if match:
                 head = " ".join(m.group(1) for m in _TITLE.finditer(match.group(1)))
                 body = text[match.end() :]
-            for word in keywords(f"{head} {head} {body}", NOTE_KEYWORDS):
+            for word in top_words(keyword_tokens(f"{head} {head} {body}"), NOTE_KEYWORDS):
                 index.setdefault(word, set()).add(note.slug)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
 

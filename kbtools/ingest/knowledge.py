@@ -161,8 +161,6 @@ class _Sentences:
         return start, self.at[k] + (self.text[self.at[k]] != "\n")  # a newline is not in the sentence
 
 
-SINGLE_FIELDS = ("root_cause", "final_solution")
-
 ENVIRONMENTS = {
     "linux": "Linux",
     "fedora": "Fedora",
@@ -314,7 +312,7 @@ def knowledge_fields(
         "software_versions": (
             unique(_versions(text), ENV_MATCHES) if words & _VERSIONED and any(d in text for d in "0123456789") else []
         ),
-        **{name: fields[name] for name in fields if name not in SINGLE_FIELDS},
+        **{name: fields[name] for name in fields if name not in ("root_cause", "final_solution")},
         "root_cause": root_cause,
         "final_solution": final_solution,
         "validation_commands": unique((m.group(0) for m in _COMMANDS.finditer(text)), ENV_MATCHES),
