@@ -19,7 +19,9 @@ size, mtime and inode are recorded in ``search-index.stamp``; a database that
 does not match its stamp was changed by something else (a crash mid-write, a
 disk error, a hand edit), and one with another schema version or that raises a
 database error during use is damaged: each is deleted and rebuilt from the
-ledgers, never repaired in place. A rebuild forgets which run first saw a candidate:
+ledgers, never repaired in place. A lock held by another kb process is not damage: an
+update waits for it (:data:`BUSY_TIMEOUT`), then fails with a one-line error, the file left
+alone; and what an update writes is worked out inside its write transaction. A rebuild forgets which run first saw a candidate:
 all of them count as new in the run that rebuilt it.
 
 Words are indexed as the derived filter normalises them
@@ -63,6 +65,7 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
 DOC_WEIGHTS = (4.0, 1.0)  # title, body
 SNIPPET_TOKENS = 14
+BUSY_TIMEOUT = 10.0  # seconds an update waits for another process's write lock
 LAYERS = ("note", "raw")
 
 _SCHEMA = f"""
@@ -179,7 +182,8 @@ _T = TypeVar("_T")
 def with_index(output_dir: Path, work: Callable[[sqlite3.Connection], _T], *, rebuild_reason: list[str]) -> _T:
     """Run ``work`` on an open, trusted index; a database error during it means a
     damaged file: rebuild once and run again. ``rebuild_reason`` receives why a
-    rebuild happened."""
+    rebuild happened. An index another process holds locked past :data:`BUSY_TIMEOUT`
+    is not damaged: that is a :class:`KbError`, and the file is left alone."""
     for attempt in (0, 1):
         con, reason = _open(output_dir, force_new=attempt == 1)
         if reason:
@@ -188,15 +192,25 @@ def with_index(output_dir: Path, work: Callable[[sqlite3.Connection], _T], *, re
             with closing(con):
                 result = work(con)
                 return result
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            _raise_if_busy(exc, output_dir)
             if attempt == 1:
                 raise
             rebuild_reason.append("damaged")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _raise_if_busy(exc: sqlite3.DatabaseError, output_dir: Path) -> None:
+    """A KbError for a lock another connection holds (SQLITE_BUSY, SQLITE_LOCKED), else nothing."""
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        raise KbError(
+            f"the search index is busy: another kb process held it for more than {BUSY_TIMEOUT:g} s; try again",
+            str(index_path(output_dir)),
+        ) from exc
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(path, timeout=10.0, isolation_level=None)
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
     con.execute("PRAGMA journal_mode = DELETE")
     con.execute("PRAGMA synchronous = NORMAL")
     return con
@@ -207,15 +221,20 @@ def _open(output_dir: Path, *, force_new: bool = False) -> tuple[sqlite3.Connect
     path = index_path(output_dir)
     reason = "damaged" if force_new else "missing"
     if path.exists() and not force_new:
+        con = None
         try:
             con = _connect(path)
             verdict = _trust(con, path, output_dir)
             if not verdict:
                 return con, ""
-            con.close()
             reason = verdict
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if con is not None:
+                con.close()
+            _raise_if_busy(exc, output_dir)
             reason = "damaged"
+        else:
+            con.close()
     _remove(path)
     ensure_private_dir(output_dir)
     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
@@ -348,17 +367,24 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
             ledger_stamp = json.dumps(list(stat_key(os.fstat(ledger.fileno()))))
         except (OSError, ValueError, io.UnsupportedOperation):  # no ledger yet
             ledger_stamp = ""
-        if ledger_stamp and ledger_stamp == _meta(con, "ledger_stamp"):  # the very file indexed last
+        if (
+            ledger_stamp
+            and ledger_stamp == _meta(con, "ledger_stamp")
+            and not (run_id and run_id != _meta(con, "last_run"))
+        ):
+            return 0, 0, -1  # the very file indexed last: nothing to write
+        # What to write is read inside the write transaction: another kb process may have
+        # brought the index in step since the look above.
+        con.execute("BEGIN IMMEDIATE")
+        if ledger_stamp and ledger_stamp == _meta(con, "ledger_stamp"):
             if run_id and run_id != _meta(con, "last_run"):
-                con.execute("BEGIN IMMEDIATE")
                 _set_meta(con, last_run=run_id)
-                con.execute("COMMIT")
-                _stamp(index_path(output_dir), output_dir)
+            con.execute("COMMIT")
+            _stamp(index_path(output_dir), output_dir)
             return 0, 0, -1
         sources = source_sync.vouched_sources(output_dir, ledger)
         plan = source_sync.plan(con, ledger, sources, _line_hash) if sources is not None else None
         if plan is not None:
-            con.execute("BEGIN IMMEDIATE")
             done = _write_candidates(con, plan.gone, plan.moved, plan.fresh, run)
             plan.inserted(done.ids)
             if done.replaced:  # a hand-made duplicate id: lines and rows no longer one to one
@@ -427,7 +453,7 @@ def _write_candidates(
 def _sync_every_line(
     con: sqlite3.Connection, ledger: IO[bytes], sources: list[LedgerSource] | None, run: str
 ) -> tuple[_Written, bool, int]:
-    """The whole-ledger path, inside a transaction it begins: every line read and hashed, the
+    """The whole-ledger path, inside the caller's transaction: every line read and hashed, the
     lines not indexed inserted, the rows whose line is gone deleted, every row numbered afresh;
     and, when ingest's ledger index vouches for the file (``sources``), what
     :mod:`kbtools.review.source_sync` needs next time. Returns what was written, whether
@@ -455,7 +481,6 @@ def _sync_every_line(
     gone = [known[d] for d in known.keys() - seen.keys()]
     moved = [(p, known[d]) for d, p in seen.items() if stored_position[d] != p]
     survivors = [seen[d] for d in sorted(seen, key=stored_position.__getitem__)]  # new places, in the old order
-    con.execute("BEGIN IMMEDIATE")
     fresh = ((line, fresh_at[p], p) for offset, line in _ledger_lines(ledger) if (p := position_at[offset]) in fresh_at)
     done = _write_candidates(con, gone, moved, fresh if fresh_at else (), run)
     rows: list[tuple[source_sync.LedgerSource, list[int], list[int]]] = []
