@@ -248,7 +248,7 @@ def _cluster_sizes(rows: Iterable[_Row]) -> dict[str, tuple[str, int]]:
     return wanted
 
 
-def _features(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, frozenset[int]]:
+def _features(con: sqlite3.Connection, ids: Sequence[int]) -> dict[int, array[int]]:
     sql = "SELECT id, features FROM candidate_features WHERE id IN"
     return {row_id: algo.unpack(packed) for row_id, packed in select_in(con, sql, ids)}
 

@@ -41,7 +41,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -75,9 +75,9 @@ class Member:
     candidate_id: str
     session_key: str
     words: list[bytes]
-    packed: bytes | None = None  # its features already computed, as :func:`pack` stores them
+    packed: bytes | None = None  # its features already computed, as :func:`packed_features` stores them
 
-    def features(self) -> frozenset[int]:
+    def features(self) -> Collection[int]:
         return unpack(self.packed) if self.packed is not None else features(self.words)
 
 
@@ -97,27 +97,35 @@ def _bounded(items: Iterable[Member], limit: int) -> Iterator[Member]:
 
 def features(words: Iterable[bytes]) -> frozenset[int]:
     """The content-word shingles of normalised words (bottom-k if there are many)."""
-    from kbtools.derived.shingles import shingle_hashes
+    return frozenset(_sorted_features(words))
+
+
+def _sorted_features(words: Iterable[bytes]) -> list[int]:
+    from kbtools.derived.shingles import BUILTIN_HASH, shingle_hashes, word_ids
 
     stop = _stopwords()
     content = [w for w in words if len(w) >= MIN_WORD and w not in stop]
     found: set[int] = set()
-    for n in SHINGLE_SIZES:
-        found.update(shingle_hashes(content, n))
-    if len(found) > SKETCH:
-        return frozenset(heapq.nsmallest(SKETCH, found))
-    return frozenset(found)
+    if BUILTIN_HASH:  # shingle_hashes' windows, the words' ids looked up once for every size
+        ids = word_ids(content)
+        for n in SHINGLE_SIZES:
+            found.update(map(hash, zip(*(ids[i:] for i in range(n)))))
+    else:
+        for n in SHINGLE_SIZES:
+            found.update(shingle_hashes(content, n))
+    return heapq.nsmallest(SKETCH, found) if len(found) > SKETCH else sorted(found)
 
 
-def pack(feats: frozenset[int]) -> bytes:
-    """Features as bytes (signed 64-bit hashes, sorted), to be stored."""
-    return array("q", sorted(feats)).tobytes()
+def packed_features(words: Iterable[bytes]) -> bytes:
+    """:func:`features` as bytes (signed 64-bit hashes, sorted), to be stored."""
+    return array("q", _sorted_features(words)).tobytes()
 
 
-def unpack(packed: bytes) -> frozenset[int]:
+def unpack(packed: bytes) -> array[int]:
+    """Stored features (distinct, sorted), as an array: iterated, never looked up in."""
     found = array("q")
     found.frombytes(packed)
-    return frozenset(found)
+    return found
 
 
 def containment(a: frozenset[int], b: frozenset[int]) -> float:
@@ -168,12 +176,12 @@ class Table:
     def view(self, feats: Iterable[int]) -> View | None:
         """What placing a candidate needs of its features, or None if too few are not common."""
         counts, slots, cap = self.counts, self.slots, self.cap
-        kept = [h for h in feats if counts[h % slots] <= cap]
-        if len(kept) < MIN_FEATURES:
+        rated = [(count, h) for h in feats if (count := counts[h % slots]) <= cap]  # feats are distinct
+        if len(rated) < MIN_FEATURES:
             return None
-        shared = frozenset(h for h in kept if counts[h % slots] >= 2)
-        voters = heapq.nsmallest(VOTERS, shared, key=lambda h: (counts[h % slots], h))
-        return View(kept, shared, voters)
+        shared = [pair for pair in rated if pair[0] >= 2]
+        voters = [h for _, h in heapq.nsmallest(VOTERS, shared)]
+        return View([h for _, h in rated], frozenset(h for _, h in shared), voters)
 
     def keys(self, view: View) -> list[int]:
         """What a leader is posted under: its voters, and its :data:`LATER_KEYS` rarest
@@ -252,16 +260,18 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
     """The clusters of the candidates ``members()`` yields in ledger order.
 
     ``members()`` is called twice (the first pass counts how many candidates each shingle
-    is in). A candidate's :data:`VOTERS` rarest shingles that some other candidate has too
+    is in), three times for a ledger of more than :data:`SMALL_LEDGER` (whose features are
+    not kept between the passes). A candidate's :data:`VOTERS` rarest shingles that some other candidate has too
     propose the leaders to compare it with, and the :data:`CHECKED` leaders they name most
     are compared exactly; a leader keeps only the shingles another candidate has, and its
     feature count."""
-    first = [member.features() for member in _bounded(members(), SMALL_LEDGER)]
-    slots = slots_for(len(first))
-    if len(first) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
-        feature_sets: Iterable[frozenset[int]] = first
+    head = list(_bounded(members(), SMALL_LEDGER))
+    slots = slots_for(len(head))
+    first: list[Collection[int]] = []
+    if len(head) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
+        first = [member.features() for member in head]
+        feature_sets: Iterable[Collection[int]] = first
     else:
-        first = []
         feature_sets = (member.features() for member in members())
     # Exact counts first (in C), added into their slots whenever they hold _FLUSH_AT hashes,
     # so memory stays bounded however long the ledger.

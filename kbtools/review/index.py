@@ -431,6 +431,7 @@ def _write_candidates(
     _delete(con, "candidate", gone)
     con.executemany("UPDATE candidate SET position = ? WHERE id = ?", moved)
     fresh_ids: list[str] = []
+    held = {cid for (cid,) in con.execute("SELECT candidate_id FROM candidate")}  # looked up in SQL only if here
     for line, digest, position in fresh:
         row = _parse_candidate(line)
         if row is None:
@@ -438,7 +439,12 @@ def _write_candidates(
             continue
         cid = str(row["candidate_id"])
         fresh_ids.append(cid)
-        prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
+        prior = (
+            con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
+            if cid in held
+            else None
+        )
+        held.add(cid)
         if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
             done.departed += _departing(con, [prior[0]])
             _delete(con, "candidate", [prior[0]])
@@ -547,10 +553,10 @@ def _cluster_features(columns: tuple[str, str, str, str]) -> bytes:
     """A candidate's clustering features (:func:`kbtools.review.clusters.features` of the
     normalised words of its prompt and conclusions), stored with it: a re-clustering of the
     whole ledger after a run reads them instead of shingling every candidate again."""
-    from kbtools.review.clusters import features, pack
+    from kbtools.review.clusters import packed_features
 
     _, goal, _, conclusions = columns
-    return pack(features(f"{goal} {conclusions}".encode().split()))
+    return packed_features(f"{goal} {conclusions}".encode().split())
 
 
 def _cluster_counts(con: sqlite3.Connection) -> tuple[int, int]:
