@@ -28,7 +28,7 @@ from kbtools.ingest.control_plane import is_internal_text, technical_signals, wo
 from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
 from kbtools.ingest.knowledge import has_cjk, knowledge_fields, unique
-from kbtools.ingest.rows import ordered
+from kbtools.ingest.rows import Row, ordered
 
 MIN_TURN_CHARS = 120
 SUMMARY_CHARS = 300
@@ -64,11 +64,6 @@ class SourceMeta(NamedTuple):
     format: str
     created_at: str
     updated_at: str
-
-
-class CandidateBatch(NamedTuple):
-    candidates: tuple[dict[str, object], ...]
-    truncated: bool  # the budget cut off kept text
 
 
 # --------------------------------------------------------------------------- turns
@@ -131,34 +126,19 @@ def _pieces(record: KeptRecord, limit: int) -> Iterator[str]:
         text = text[cut:].lstrip()
 
 
-class _Chunk:
-    """One candidate's share of a turn: its rendered text, records and (role, text) pieces."""
-
-    __slots__ = ("lines", "members", "pieces", "size")
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.members: list[KeptRecord] = []
-        self.pieces: list[tuple[str, str]] = []
-        self.size = 0
-
-
-def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[_Chunk]:
-    """Pack the turn's rendered records into texts of at most ``limit`` characters."""
-    chunks = [_Chunk()]
+def _chunks(turn: Sequence[KeptRecord], limit: int) -> list[list[tuple[KeptRecord, str]]]:
+    """The turn's records, cut into pieces, packed into chunks of at most ``limit`` rendered characters."""
+    chunks: list[list[tuple[KeptRecord, str]]] = [[]]
+    size = 0
     for record in turn:
         for piece in _pieces(record, limit):
-            line = render(record.role, piece)
-            chunk = chunks[-1]
-            if chunk.lines and chunk.size + 1 + len(line) > limit:
-                chunk = _Chunk()
-                chunks.append(chunk)
-            chunk.size += len(line) + (1 if chunk.lines else 0)
-            chunk.lines.append(line)
-            chunk.pieces.append((record.role, piece))
-            if not chunk.members or chunk.members[-1] is not record:
-                chunk.members.append(record)
-    return [c for c in chunks if c.lines]
+            length = len(render(record.role, piece))
+            if chunks[-1] and size + 1 + length > limit:
+                chunks.append([])
+                size = 0
+            size += length + (1 if chunks[-1] else 0)
+            chunks[-1].append((record, piece))
+    return [c for c in chunks if c]
 
 
 # --------------------------------------------------------------------------- keywords and notes
@@ -177,15 +157,9 @@ def keyword_tokens(text: str) -> list[str]:
     return word_list(unicodedata.normalize("NFKC", text).lower())
 
 
-def top_words(tokens: list[str], limit: int = KEYWORDS) -> list[str]:
-    """The most frequent content words of :func:`keyword_tokens` (ties: first seen), at most ``limit``."""
-    # Counted distinct first (in C): a Counter keeps first-seen order, so ties
-    # still go to the word seen first.
-    return _top_counted(Counter(tokens), limit)
-
-
-def _top_counted(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
-    """:func:`top_words` of the tokens ``distinct`` counts."""
+def top_words(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
+    """The most frequent content words among the :func:`keyword_tokens` ``distinct`` counts
+    (ties: first seen; a Counter keeps first-seen order), at most ``limit``."""
     joined = " ".join(distinct)  # does any token start or end with "_"? (one search in C)
     if "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined):
         counts: dict[str, int] = {}  # a plain dict: Counter's += calls __missing__ per new word
@@ -237,7 +211,7 @@ class NoteIndex(NamedTuple):
             if match:
                 head = " ".join(m.group(1) for m in _TITLE.finditer(match.group(1)))
                 body = text[match.end() :]
-            for word in top_words(keyword_tokens(f"{head} {head} {body}"), NOTE_KEYWORDS):
+            for word in top_words(Counter(keyword_tokens(f"{head} {head} {body}")), NOTE_KEYWORDS):
                 index.setdefault(word, set()).add(note.slug)
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
 
@@ -268,9 +242,10 @@ def build_candidates(
     max_text: int,
     base_confidence: float = 0.3,
     require_signal: bool = True,
-) -> CandidateBatch:
-    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated)."""
-    out: list[dict[str, object]] = []
+) -> tuple[list[Row], bool]:
+    """Turn-sized candidates (dicts in ledger field order, not yet deduplicated), and whether
+    the ``max_text`` budget cut off kept text."""
+    out: list[Row] = []
     budget = max_text
     decision, duplicate_of = marking("")  # as built: no duplicate marking yet
     for turn_index, turn in enumerate(split_turns(records)):
@@ -282,9 +257,9 @@ def build_candidates(
             continue
         goal = next((r.text for r in turn if r.role == "user"), "")  # the turn's prompt
         for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
-            text, members = "\n".join(chunk.lines), chunk.members
+            text = "\n".join(render(r.role, piece) for r, piece in chunk)
             if len(text) > budget:
-                return CandidateBatch(tuple(out), True)
+                return out, True
             budget -= len(text)
             fp = fingerprint(text)
             # The chunk's word set: the turn's when it is the whole turn; for ASCII
@@ -295,14 +270,14 @@ def build_candidates(
             else:
                 counts = Counter(keyword_tokens(text))
                 text_words = whole_words if text == whole else set(counts) if text.isascii() else None
-            words = _top_counted(counts)
+            words = top_words(counts)
             matches = notes.match(words)
             # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
             piece_words = text_words if text.isascii() else None
-            fields = knowledge_fields(goal, chunk.pieces, text, text_words, piece_words)
+            fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words)
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
-            labels = unique((label for r in members for label in r.labels), 64)
+            labels = unique((label for r, _ in chunk for label in r.labels), 64)
             row = {
                 **fields,
                 "topic": " / ".join(words[:3]) or "uncategorized",
@@ -314,8 +289,8 @@ def build_candidates(
                 "text": text,
                 "summary": " ".join(text.split())[:SUMMARY_CHARS],
                 "language": "zh" if has_cjk(text) else "und",
-                "created_at": members[0].created_at or meta.created_at,
-                "updated_at": members[-1].created_at or meta.updated_at,
+                "created_at": chunk[0][0].created_at or meta.created_at,
+                "updated_at": chunk[-1][0].created_at or meta.updated_at,
                 "note_matches": matches,
                 "redactions": labels,
                 "conclusion_status": "unverified_inference",
@@ -337,4 +312,4 @@ def build_candidates(
                 "chunk_index": chunk_index,
             }
             out.append(ordered(row, "candidates"))
-    return CandidateBatch(tuple(out), False)
+    return out, False

@@ -113,11 +113,11 @@ def redact_error(redactor: Redactor, error: str) -> str:
 
 def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessContext) -> SourceRows:
     kept, events, labelled, internal = _keep_records(unit, meta, ctx)
-    truncated = unit.truncated
     candidates: list[Row] = []
+    cut = False
     if not unit.skip_reason and unit.error != CHANGED_DURING_READ and unit.format != "unavailable":
         hindsight = unit.tool == "hindsight"
-        batch = build_candidates(
+        candidates, cut = build_candidates(
             meta,
             kept,
             ctx.notes,
@@ -126,8 +126,6 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
             base_confidence=HINDSIGHT_CONFIDENCE if hindsight else 0.3,
             require_signal=not hindsight,
         )
-        candidates = list(batch.candidates)
-        truncated = truncated or batch.truncated
     if error and not candidates:
         status, reason = "failed", MALFORMED_SOURCE
     elif candidates:
@@ -149,12 +147,12 @@ def build_rows(unit: SourceUnit, meta: SourceMeta, error: str, ctx: ProcessConte
             format=meta.format,
             content_hash=unit.content_hash,
             parse_status=status,
-            redaction_status=redaction_status(bool(redacted)),
+            redaction_status=redaction_status(redacted),
             candidate_count=len(candidates),
             article_slugs=_slugs(candidates),
             skip_reason=reason,
             error=error,
-            truncated=truncated,
+            truncated=unit.truncated or cut,
             internal_filtered=internal,
             records=counts,
             unknown_records=counts.get(UNKNOWN, 0),

@@ -8,7 +8,7 @@
 A row's JSON keys are its fields in declaration order (:data:`FIELDS`).
 Reading a line validates it (:func:`decode`: a required field missing, or any
 field of the wrong kind, and the line is malformed); writing one encodes it
-(:func:`encode`).
+(:func:`as_json`, :func:`dumps`).
 
 To add a field: declare it in its row type, with a default, where it is to
 stand in the line (usually last, before ``run_at``). Its kind is checked on
@@ -261,8 +261,3 @@ def dumps(obj: Mapping[str, object]) -> bytes:
     """One ledger line of a JSON object whose keys are already in order."""
     # Lone surrogates (from a `\ud800` escape in a source) cannot be UTF-8: replace them.
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
-
-
-def encode(row: LedgerRow) -> bytes:
-    """One ledger line of a typed row."""
-    return dumps(as_json(row))

@@ -33,8 +33,7 @@ def rec(role: str, text: str, index: int = 0) -> KeptRecord:
 
 def build(records: list[KeptRecord], **kw: object) -> tuple[list[dict[str, object]], bool]:
     kw = {"max_candidate": 8_000, "max_text": 120_000, **kw}
-    batch = build_candidates(META, records, NoteIndex(), **kw)  # type: ignore[arg-type]
-    return list(batch.candidates), batch.truncated
+    return build_candidates(META, records, NoteIndex(), **kw)  # type: ignore[arg-type]
 
 
 def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
@@ -210,14 +209,13 @@ def test_notes_match_on_their_words_not_their_frontmatter_keys(tmp_path: Path) -
         "---\ntitle: Gardening\nkind: concept\nstatus: active\nsources: [y]\n---\nTomatoes need sun.\n"
     )
     index = NoteIndex.load(tmp_path / "note")
-    batch = build_candidates(
+    (candidate,), _ = build_candidates(
         META,
         [rec("user", PROMPT), rec("assistant", ANSWER + " Add the path alias to tsconfig.")],
         index,
         max_candidate=8_000,
         max_text=120_000,
     )
-    (candidate,) = batch.candidates
     assert candidate["note_matches"] == ["typescript-path-alias"]
     assert candidate["existing_kb_status"] == "matched:typescript-path-alias"
     assert index.match(["kind", "concept", "status", "title"]) == []
@@ -265,8 +263,8 @@ _TOKEN = st.sampled_from(["the", "cache", "_cache", "cache_", "__init__", "init"
 
 @given(st.lists(st.one_of(_TOKEN, st.from_regex(r"[a-z0-9_]{1,6}", fullmatch=True)), max_size=200))
 def test_top_words_ranks_as_defined(tokens: list[str]) -> None:
-    assert top_words(tokens) == _top_words_by_definition(tokens)
-    assert top_words(tokens, 3) == _top_words_by_definition(tokens, 3)
+    assert top_words(Counter(tokens)) == _top_words_by_definition(tokens)
+    assert top_words(Counter(tokens), 3) == _top_words_by_definition(tokens, 3)
 
 
 _PROSE = st.lists(
