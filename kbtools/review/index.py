@@ -19,9 +19,9 @@ size, mtime and inode are recorded in ``search-index.stamp``; a database that
 does not match its stamp was changed by something else (a crash mid-write, a
 disk error, a hand edit), and one with another schema version or that raises a
 database error during use is damaged: each is deleted and rebuilt from the
-ledgers, never repaired in place. A lock held by another kb process is not damage: an
-update waits for it (:data:`BUSY_TIMEOUT`), then fails with a one-line error, the file left
-alone; and what an update writes is worked out inside its write transaction. A rebuild forgets which run first saw a candidate:
+ledgers, never repaired in place. One kb process at a time uses the index
+(:data:`LOCK_FILE`), and a lock held by another is not damage: an update waits for it
+(:data:`BUSY_TIMEOUT`), then fails with a one-line error, the file left alone; and what an update writes is worked out inside its write transaction. A rebuild forgets which run first saw a candidate:
 all of them count as new in the run that rebuilt it.
 
 Words are indexed as the derived filter normalises them
@@ -40,6 +40,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from kbtools.errors import KbError
-from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, stat_key
+from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, open_private, stat_key
 from kbtools.ingest.ledger import SUMMARY_FILE, ledger_path
 from kbtools.review.rows import Row
 
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "search-index.sqlite"
 STAMP_FILE = "search-index.stamp"
+LOCK_FILE = "search-index.lock"  # held (flock) by the one kb process using the index
 SCHEMA_VERSION = 5
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights: a word in the topic or goal says more than one in a long reply.
@@ -184,6 +186,11 @@ def with_index(output_dir: Path, work: Callable[[sqlite3.Connection], _T], *, re
     damaged file: rebuild once and run again. ``rebuild_reason`` receives why a
     rebuild happened. An index another process holds locked past :data:`BUSY_TIMEOUT`
     is not damaged: that is a :class:`KbError`, and the file is left alone."""
+    with _index_lock(output_dir):
+        return _with_trusted(output_dir, work, rebuild_reason)
+
+
+def _with_trusted(output_dir: Path, work: Callable[[sqlite3.Connection], _T], rebuild_reason: list[str]) -> _T:
     for attempt in (0, 1):
         con, reason = _open(output_dir, force_new=attempt == 1)
         if reason:
@@ -200,13 +207,46 @@ def with_index(output_dir: Path, work: Callable[[sqlite3.Connection], _T], *, re
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@contextlib.contextmanager
+def _index_lock(output_dir: Path) -> Iterator[None]:
+    """One kb process at a time opens, checks, writes and stamps the index: between another's
+    commit and its stamp the file does not match the stamp, and must not be taken for one
+    changed behind kb's back. ``flock`` on :data:`LOCK_FILE`, waited for up to
+    :data:`BUSY_TIMEOUT`; the kernel releases it when the holder dies."""
+    import fcntl
+
+    path = output_dir / LOCK_FILE
+    try:
+        ensure_private_dir(output_dir)
+        fd = open_private(path, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        raise KbError(f"cannot open the search index's lock: {exc.strerror or exc}", str(path)) from None
+    try:
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise _busy(output_dir) from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _busy(output_dir: Path) -> KbError:
+    return KbError(
+        f"the search index is busy: another kb process held it for more than {BUSY_TIMEOUT:g} s; try again",
+        str(index_path(output_dir)),
+    )
+
+
 def _raise_if_busy(exc: sqlite3.DatabaseError, output_dir: Path) -> None:
     """A KbError for a lock another connection holds (SQLITE_BUSY, SQLITE_LOCKED), else nothing."""
     if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        raise KbError(
-            f"the search index is busy: another kb process held it for more than {BUSY_TIMEOUT:g} s; try again",
-            str(index_path(output_dir)),
-        ) from exc
+        raise _busy(output_dir) from exc
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -27,7 +27,7 @@ from tests.testing.sessions import write_claude_session
 # A child process running one update; it reports each BEGIN it starts (SQLite's statement
 # trace, fired before the lock is taken), then what the update did.
 _UPDATER = """
-import dataclasses, json, sys
+import contextlib, dataclasses, json, sys
 from pathlib import Path
 from kbtools.review import index
 opened = index._connect
@@ -36,6 +36,8 @@ def traced(path):
     con.set_trace_callback(lambda sql: print("SQL " + sql, flush=True) if sql.startswith("BEGIN") else None)
     return con
 index._connect = traced
+if sys.argv[2:] == ["--without-lock-file"]:
+    index._index_lock = lambda output_dir: contextlib.nullcontext()
 print("DONE " + json.dumps(dataclasses.asdict(index.update_index(Path(sys.argv[1])))), flush=True)
 """
 
@@ -103,9 +105,9 @@ def test_an_update_waits_for_a_short_lock_and_does_not_rebuild(review_kb: Review
     assert db.stat().st_ino == inode
 
 
-def _start_updater(out: Path) -> subprocess.Popen[str]:
+def _start_updater(out: Path, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _UPDATER, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", _UPDATER, str(out), *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
@@ -128,7 +130,8 @@ def _finish(proc: subprocess.Popen[str]) -> dict[str, object]:
 
 def test_two_concurrent_updates_index_the_new_lines_once(review_kb: ReviewKb, tmp_path: Path) -> None:
     """Both updates find the ledger grown while a third connection holds the lock; the one
-    that writes second must see what the first wrote, not replay its plan over it."""
+    that writes second must see what the first wrote, not replay its plan over it. The lock
+    file that keeps kb processes apart is left out: the write transaction alone must do."""
     out = review_kb.env.out
     update_index(out)
     aside = tmp_path / "aside"
@@ -155,7 +158,7 @@ def test_two_concurrent_updates_index_the_new_lines_once(review_kb: ReviewKb, tm
         os.replace(aside / name, out / name)
     db = index_path(out)
     holder = _holder(db, "IMMEDIATE")
-    first, second = _start_updater(out), _start_updater(out)
+    first, second = (_start_updater(out, "--without-lock-file") for _ in range(2))
     try:
         _wait_for_begin(first)
         _wait_for_begin(second)
@@ -175,3 +178,62 @@ def test_two_concurrent_updates_index_the_new_lines_once(review_kb: ReviewKb, tm
     # The record of which source's lines are which survived: the next growth reads one source.
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM ledger_source").fetchone()[0] == 4
+
+
+# A child building the index that stops after its first commit, before it stamps the file
+# (the moment the file no longer matches its stamp), until told to go on.
+_PAUSED_BUILDER = """
+import dataclasses, json, sys
+from pathlib import Path
+from kbtools.review import index
+stamp, calls = index._stamp, []
+def paused(path, output_dir):
+    calls.append(path)
+    if len(calls) == 2:  # the first stamps the empty file it made; the second follows the rows' commit
+        print("COMMITTED", flush=True)
+        sys.stdin.readline()
+    stamp(path, output_dir)
+index._stamp = paused
+print("DONE " + json.dumps(dataclasses.asdict(index.update_index(Path(sys.argv[1])))), flush=True)
+"""
+
+
+def test_an_index_being_built_by_another_process_is_waited_for_not_rebuilt(review_kb: ReviewKb) -> None:
+    """Between another process's commit and its stamp the file does not match the stamp: that
+    is a write in progress, not an edit behind kb's back."""
+    out = review_kb.env.out
+    for name in (index.INDEX_FILE, STAMP_FILE):
+        (out / name).unlink()
+    builder = subprocess.Popen(
+        [sys.executable, "-c", _PAUSED_BUILDER, str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert builder.stdout is not None and builder.stdin is not None
+    try:
+        for line in builder.stdout:
+            if line.startswith("COMMITTED"):
+                break
+        else:
+            raise AssertionError(builder.stderr.read() if builder.stderr else "the builder ended")
+        inode = index_path(out).stat().st_ino
+
+        def go_on() -> None:
+            time.sleep(0.5)
+            assert builder.stdin is not None
+            builder.stdin.write("\n")
+            builder.stdin.flush()
+
+        thread = threading.Thread(target=go_on)
+        thread.start()
+        try:
+            done = update_index(out)
+        finally:
+            thread.join()
+    finally:
+        built = _finish(builder)
+    assert built["rebuilt"] == "missing"
+    assert done.rebuilt == "" and index_path(out).stat().st_ino == inode
+    assert update_index(out).rebuilt == ""
