@@ -262,18 +262,14 @@ def build_candidates(
                 return out, True
             budget -= len(text)
             fp = fingerprint(text)
-            # The chunk's word set: the turn's when it is the whole turn; for ASCII
-            # text (NFKC changes nothing) the keyword tokens are the same words.
-            text_words: set[str] | None = whole_words
-            if text == whole and text.isascii():
-                counts = whole_counts
-            else:
-                counts = Counter(keyword_tokens(text))
-                text_words = whole_words if text == whole else set(counts) if text.isascii() else None
+            # The chunk's word set: the turn's when it is the whole turn. For ASCII text
+            # (NFKC changes nothing) the keyword tokens are the same words, and every
+            # word of its pieces (lower-casing is per character).
+            counts = whole_counts if text == whole and text.isascii() else Counter(keyword_tokens(text))
+            text_words = whole_words if text == whole else set(counts) if text.isascii() else None
+            piece_words = text_words if text.isascii() else None
             words = top_words(counts)
             matches = notes.match(words)
-            # An ASCII chunk's words are every word of its pieces (lower-casing is per character).
-            piece_words = text_words if text.isascii() else None
             fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words)
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
