@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,20 +90,28 @@ def test_an_update_waits_for_a_short_lock_and_does_not_rebuild(review_kb: Review
     holder = _holder(db, "EXCLUSIVE")
     started = time.monotonic()
 
-    def release() -> None:
-        time.sleep(0.5)
-        holder.execute("ROLLBACK")
-
-    thread = threading.Thread(target=release)
-    thread.start()
     try:
-        done = update_index(out)
+        done = _update_meanwhile(out, lambda: holder.execute("ROLLBACK"))
     finally:
-        thread.join()
         holder.close()
     assert time.monotonic() - started >= 0.5
     assert done.rebuilt == "" and done.ledger_read
     assert db.stat().st_ino == inode
+
+
+def _update_meanwhile(out: Path, release: Callable[[], object]) -> index.IndexUpdate:
+    """An update of ``out`` while, half a second into it, another thread calls ``release``."""
+
+    def later() -> None:
+        time.sleep(0.5)
+        release()
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    try:
+        return update_index(out)
+    finally:
+        thread.join()
 
 
 def _start_updater(out: Path, *flags: str) -> subprocess.Popen[str]:
@@ -220,18 +229,8 @@ def test_an_index_being_built_by_another_process_is_waited_for_not_rebuilt(revie
             raise AssertionError(builder.stderr.read() if builder.stderr else "the builder ended")
         inode = index_path(out).stat().st_ino
 
-        def go_on() -> None:
-            time.sleep(0.5)
-            assert builder.stdin is not None
-            builder.stdin.write("\n")
-            builder.stdin.flush()
-
-        thread = threading.Thread(target=go_on)
-        thread.start()
-        try:
-            done = update_index(out)
-        finally:
-            thread.join()
+        stdin = builder.stdin
+        done = _update_meanwhile(out, lambda: (stdin.write("\n"), stdin.flush()))
     finally:
         built = _finish(builder)
     assert built["rebuilt"] == "missing"
