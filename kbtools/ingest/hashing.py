@@ -46,22 +46,13 @@ def fingerprint(text: str) -> str:
     return sha256_hex(normalize_text(text))
 
 
-def identity_key(tool: str, project_identity: str, session_identity: str) -> str:
-    """Which source this is, across runs (never persisted in clear)."""
-    return hashed_identity_key(tool, hash_identifier(project_identity), hash_identifier(session_identity))
-
-
 def hashed_identity_key(tool: str, project_key: str, session_hash: str) -> str:
-    """:func:`identity_key` of identities already hashed, as a ledger row holds them."""
+    """Which source this is, across runs, of its identities as hashed (never in clear)."""
     return f"{tool}\0{project_key}\0{session_hash}"
 
 
-def source_key(tool: str, project_identity: str, session_identity: str, content_hash: str) -> str:
-    return source_key_of(identity_key(tool, project_identity, session_identity), content_hash)
-
-
 def source_key_of(identity: str, content_hash: str) -> str:
-    """:func:`source_key` of an :func:`identity_key` already made."""
+    """The source key of a :func:`hashed_identity_key`."""
     return sha256_hex(f"{identity}\0{content_hash}")
 
 

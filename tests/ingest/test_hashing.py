@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kbtools.ingest.hashing import fingerprint, hash_identifier, identity_key, iso_time, normalize_text, source_key
+from kbtools.ingest.hashing import (
+    fingerprint,
+    hash_identifier,
+    hashed_identity_key,
+    iso_time,
+    normalize_text,
+    source_key_of,
+)
 
 
 def test_hash_identifier_is_sha256_of_nfkc() -> None:
@@ -23,6 +30,14 @@ def test_normalize_text_folds_case_width_and_whitespace() -> None:
     assert fingerprint("Hello   world") == fingerprint("hello world")
     assert fingerprint(" Ｈello\u3000WORLD ") == hashlib.sha256(b"hello world").hexdigest()
     assert fingerprint("hello world") != fingerprint("hello  worlds")
+
+
+def identity_key(tool: str, project_identity: str, session_identity: str) -> str:
+    return hashed_identity_key(tool, hash_identifier(project_identity), hash_identifier(session_identity))
+
+
+def source_key(tool: str, project_identity: str, session_identity: str, content_hash: str) -> str:
+    return source_key_of(identity_key(tool, project_identity, session_identity), content_hash)
 
 
 def test_source_key_formula_and_sensitivity() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtools.ingest.hashing import hash_identifier, sha256_hex, source_key
+from kbtools.ingest.hashing import hash_identifier, hashed_identity_key, sha256_hex, source_key_of
 from kbtools.ingest.model import SourceSettings
 from kbtools.ingest.sources import load, prompt_history
 from tests.testing.sessions import write_opencode_prompt_history
@@ -31,9 +31,14 @@ def test_identity_is_the_file_path_and_stable_on_append(tmp_path: Path) -> None:
     assert before.session_identity == after.session_identity == str(path)
     assert hash_identifier(before.session_identity) == hash_identifier(after.session_identity)
     assert before.content_hash != after.content_hash
-    assert source_key("opencode", before.project_identity, before.session_identity, before.content_hash) != source_key(
-        "opencode", after.project_identity, after.session_identity, after.content_hash
+    before_key, after_key = (
+        source_key_of(
+            hashed_identity_key("opencode", hash_identifier(u.project_identity), hash_identifier(u.session_identity)),
+            u.content_hash,
+        )
+        for u in (before, after)
     )
+    assert before_key != after_key
     assert [r.text for r in after.records] == ["one", "two"]
 
 
