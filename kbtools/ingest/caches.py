@@ -6,9 +6,8 @@ the ledgers the long way. The ledgers are the same either way (timestamps aside)
 the test suite runs ingest both ways and compares them.
 
 - the ledger index (:data:`LEDGER_INDEX_FILE`): where each row lies, so a rerun
-  neither scans nor parses the prior ledgers; with it go the byte-range copy of
-  a source's trusted candidate lines and the re-emission of a manifest line as
-  it was but for ``run_at``;
+  neither scans nor parses the prior ledgers; with it goes the byte-range copy of
+  a source's trusted candidate lines;
 - the dedup keys (:data:`KEY_CACHE_FILE`);
 - the stat cache: a source whose recorded version is unchanged is reused unread
   (see reuse.may_reuse);
@@ -38,14 +37,14 @@ KEY_CACHE_FILE = "dedup-keys.marshal"
 
 # Where every row of the final ledgers lies, so a rerun need not scan or parse
 # them: per ledger, the (size, mtime, inode) of the file it was written with, and
-# each manifest row's entry (see PriorSource) with its offset and length, or each
+# each manifest row's entry (see PriorSource) with its offset, or each
 # source's candidate line starts (and where the last one ends) with the
 # rows_digest they were written with. A part is used only for its own file.
 LEDGER_INDEX_FILE = "ledger-index.marshal"
 
-# Each file's format; the rows' fields are part of the index's, so a row written
-# with other fields is never taken as canonical (see PriorState.restamped_manifest_line).
-_FORMATS: dict[str, Any] = {KEY_CACHE_FILE: 4, LEDGER_INDEX_FILE: (5, SCHEMA_KEY)}
+# Each file's format; the rows' fields are part of the index's, so an entry of a
+# row written with other fields is never read as one of these.
+_FORMATS: dict[str, Any] = {KEY_CACHE_FILE: 4, LEDGER_INDEX_FILE: (6, SCHEMA_KEY)}
 
 
 def enabled() -> bool:

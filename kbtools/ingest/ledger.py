@@ -80,21 +80,6 @@ def iter_ledger(path: Path, ledger: str) -> Iterator[Row | None]:
             yield decode(line, ledger)
 
 
-_RUN_AT = b',"run_at":'
-
-
-def restamped(line: bytes, run_at: bytes) -> bytes | None:
-    """A row line written by :func:`dumps` whose last field is ``run_at``, with a new
-    ``run_at`` (a JSON string); None for any other line."""
-    at = line.rfind(_RUN_AT)
-    if at < 0 or not line.endswith(b'"}\n') or line[at + len(_RUN_AT) : at + len(_RUN_AT) + 1] != b'"':
-        return None
-    old = line[at + len(_RUN_AT) + 1 : -3]
-    if b'"' in old or b"\\" in old:
-        return None
-    return b"".join((line[:at], _RUN_AT, run_at, b"}\n"))
-
-
 _SOURCE_KEY = b'"source_key":"'
 _RUN_KEY = b'"' + RUN_TAG.encode() + b'":"'
 _CANDIDATE_KEYS = tuple(f'"{name}":"'.encode() for name in REQUIRED["candidates"])

@@ -18,7 +18,7 @@ from typing import IO, Any, NamedTuple
 
 from kbtools.ingest import caches
 from kbtools.ingest.hashing import hashed_identity_key
-from kbtools.ingest.ledger import Segment, candidate_keys, ledger_path, lines_of, open_ledger, restamped, stat_json
+from kbtools.ingest.ledger import Segment, candidate_keys, ledger_path, lines_of, open_ledger, stat_json
 from kbtools.ingest.rows import LEDGERS, RUN_TAG, ManifestRow, Row, decode
 
 
@@ -48,7 +48,6 @@ class PriorSource(NamedTuple):
     stat_key: str
     rows_digest: str  # of the candidate lines this row was written with (see reemit.rows_digest)
     location: tuple[int, int] = (0, 0)  # (file number, byte offset)
-    length: int = 0  # of the row's line, newline included (0: unknown)
     complete: bool = False
     from_journal: bool = False  # written by an interrupted run, not yet final
     identity: str = ""  # tool, project_key and session_hash (see hashing.hashed_identity_key)
@@ -164,17 +163,16 @@ class PriorState:
         cached = caches.index_part(index, "manifest", os.fstat(handle.fileno()))
         if cached is not None:
             # Every row of the file, as entries, in file order (one row per source_key).
-            for entry, offset, length in cached:
+            for entry, offset in cached:
                 identity = hashed_identity_key(entry[1], entry[3], entry[4])
-                digest = PriorSource._make((*entry, (number, offset), length, False, False, identity))
+                digest = PriorSource._make((*entry, (number, offset), False, False, identity))
                 groups.setdefault(identity, []).append(digest)
             return groups
         runs: dict[str, object] = {}
         for row, key, run, offset in self._lines(handle, "manifest"):
             assert row is not None
             identity = hashed_identity_key(row["tool"], row["project_key"], row["session_hash"])
-            # No length: a row not vouched for by the index is never re-emitted as it is.
-            digest = PriorSource._make((*manifest_entry(row), (number, offset), 0, False, journal, identity))
+            digest = PriorSource._make((*manifest_entry(row), (number, offset), False, journal, identity))
             group = groups.setdefault(identity, [])
             if journal and runs.get(identity) != run:
                 runs[identity] = run
@@ -254,14 +252,6 @@ class PriorState:
                 pass  # not as indexed: line by line
         lines = [self.read_line(location) for location in self._locations("candidates", source_key)]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
-
-    def restamped_manifest_line(self, digest: PriorSource, run_at: bytes) -> bytes | None:
-        """The prior row's line as it is but for a new ``run_at`` (JSON), when the ledger
-        index vouches for it (written by this version, so in canonical form), else None."""
-        if not digest.length or digest.from_journal:
-            return None
-        line = self.read_line(digest.location)
-        return restamped(line, run_at) if len(line) == digest.length else None
 
     def rows_for(self, ledger: str, source_key: str) -> list[Row]:
         return [self.read(location) for location in self._locations(ledger, source_key)]

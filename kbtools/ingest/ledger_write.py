@@ -46,11 +46,6 @@ class SourceRows:
     lines_digest: str = ""
     # Trusted prior lines not read yet (``candidate_lines`` all None): copied as a byte range.
     segment: Segment | None = None
-    # The manifest row as it is written, when a prior row is re-emitted as it was
-    # (but for ``run_at``): ``manifest`` then holds only what the run reads of it,
-    # and ``entry`` is its PriorSource entry. See :meth:`full_manifest`.
-    manifest_line: bytes | None = None
-    entry: tuple[object, ...] | None = None
 
     @classmethod
     def of(
@@ -65,13 +60,6 @@ class SourceRows:
         if self.segment is not None:
             self.candidate_lines = list(self.segment.read())
             self.segment = None
-
-    def full_manifest(self) -> Row:
-        """:attr:`manifest` as a whole row, to be changed (drops :attr:`manifest_line`)."""
-        if self.manifest_line is not None:
-            self.manifest = json.loads(self.manifest_line)
-            self.manifest_line = self.entry = None
-        return self.manifest
 
 
 def _copy_range(src: int, dst: int, start: int, end: int) -> None:
@@ -107,8 +95,8 @@ class WriteSink:
         self._written = 0
         self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
         self._digests: dict[str, str] = {}
-        # The rest of the ledger index: each manifest row's entry, offset and length.
-        self._entries: list[tuple[tuple[object, ...], int, int]] = []
+        # The rest of the ledger index: each manifest row's entry and offset.
+        self._entries: list[tuple[tuple[object, ...], int]] = []
         self._manifest_size = 0
         # What every rows_digest of this run was computed under (set by the pipeline).
         self.digest_context = ""
@@ -141,9 +129,8 @@ class WriteSink:
             self._final[name].write(b"".join(data))
             if journal:
                 self._pending[name].extend(map(self._tagged, data))
-        line = rows.manifest_line if rows.manifest_line is not None else dumps(rows.manifest)
-        entry = rows.entry if rows.entry is not None else manifest_entry(rows.manifest)
-        self._entries.append((entry, self._manifest_size, len(line)))
+        line = dumps(rows.manifest)
+        self._entries.append((manifest_entry(rows.manifest), self._manifest_size))
         self._manifest_size += len(line)
         self._final["manifest"].write(line)
         if journal:

@@ -398,7 +398,7 @@ class _RunState:
         if not digest:
             digest = rows_digest((line for line in rows.candidate_lines if line is not None), self.ctx.derived_key)
         if rows.manifest["rows_digest"] != digest:
-            rows.full_manifest()["rows_digest"] = digest
+            rows.manifest["rows_digest"] = digest
         self.key_cache[digest] = blob or marshal.dumps(tuple(stored))  # type: ignore[arg-type]
         self.counts.add(rows, duplicates)
         if self.sink is not None:

@@ -24,7 +24,7 @@ from kbtools.ingest.extract import (
     rejection,
 )
 from kbtools.ingest.hashing import fingerprint, hash_identifier
-from kbtools.ingest.ledger_read import ENTRY_FIELDS, MANIFEST_DEFAULTS, PriorSource, PriorState
+from kbtools.ingest.ledger_read import MANIFEST_DEFAULTS, PriorSource, PriorState
 from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.reuse import CURRENT_RULES
 from kbtools.ingest.rows import Row
@@ -87,21 +87,6 @@ def prior_rows(
         else:
             rows.candidate_keys = [DedupKey.of_line(line) for line in (segment.read() if segment else lines)]
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-        if (
-            redaction_status(redacted) == digest.redaction_status
-            and count == digest.candidate_count
-            and not digest.from_journal
-            and digest.parse_status == status
-            and (skip_reason is None or digest.skip_reason == skip_reason)
-            and read is None
-        ):
-            # The row as it was but for run_at: its line is copied, not re-encoded, and
-            # the run reads only its entry (see SourceRows.full_manifest).
-            line = prior.restamped_manifest_line(digest, json.dumps(run_at).encode())
-            if line is not None:
-                rows.manifest_line, rows.entry = line, digest[: len(ENTRY_FIELDS)]
-                rows.manifest = dict(zip(ENTRY_FIELDS, rows.entry))
-                return rows
         row = prior.read(digest.location)
         slugs = list(row.get("article_slugs") or ())
     else:

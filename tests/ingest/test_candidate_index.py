@@ -55,7 +55,7 @@ def _without_run_at(path: Path) -> list[dict[str, object]]:
 
 def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(env: IngestEnv) -> None:
     paths = _sessions(env, 5)
-    # No technical knowledge: a rejected row, restamped like the manifest's.
+    # No technical knowledge: a rejected row, re-emitted like the manifest's.
     age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
     env.run()
     env.run()  # every row "unchanged" now: the next run copies them as they are

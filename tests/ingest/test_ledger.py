@@ -9,11 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from kbtools.ingest.ledger import ledger_path, remove_stale_files, restamped
+from kbtools.ingest.ledger import ledger_path, remove_stale_files
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows, WriteSink
 from kbtools.ingest.lock import lock_output
-from kbtools.ingest.rows import dumps
 from tests.ingest.conftest import IngestEnv, tech_turn
 from tests.testing.cli import run_kb
 from tests.testing.sessions import write_omp_session
@@ -144,22 +143,6 @@ def test_an_output_dir_that_is_a_file_is_a_one_line_error(env: IngestEnv) -> Non
     result = run_kb(*env.args())
     assert result.code == 2 and result.err.startswith("kb: error: cannot create the output directory")
     assert len(result.err.strip().splitlines()) == 1
-
-
-def test_restamping_replaces_only_a_trailing_run_at_of_a_canonical_line() -> None:
-    row = {
-        **manifest("k", count=1),
-        "error": 'said "run_at":"x" and ,"run_at":"y"',
-        "run_at": "2026-01-01T00:00:00.000Z",
-    }
-    line = dumps(row)
-    new = restamped(line, json.dumps("2026-02-02T00:00:00.000Z").encode())
-    assert new is not None and json.loads(new) == {**row, "run_at": "2026-02-02T00:00:00.000Z"}
-    assert new.endswith(b"\n") and new.count(b"\n") == 1
-    later = dumps({**row, "extra": 1})  # run_at is not the last field: not a line written here
-    assert restamped(later, b'"t"') is None
-    assert restamped(dumps({**row, "run_at": 'a"b'}), b'"t"') is None
-    assert restamped(b"not json\n", b'"t"') is None
 
 
 def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(tmp_path: Path) -> None:
