@@ -6,8 +6,8 @@ the ledgers the long way. The ledgers are the same either way (timestamps aside)
 the test suite runs ingest both ways and compares them.
 
 - the ledger index (:data:`LEDGER_INDEX_FILE`): where each row lies, so a rerun
-  neither scans nor parses the prior ledgers; with it goes the byte-range copy of
-  a source's trusted candidate lines;
+  neither scans nor parses the prior ledgers (a source's candidate lines are
+  read in one go);
 - the dedup keys (:data:`KEY_CACHE_FILE`);
 - the stat cache: a source whose recorded version is unchanged is reused unread
   (see reuse.may_reuse);

@@ -23,12 +23,11 @@ and counted (``malformed_prior_rows``), never a crash.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO
 
 from kbtools.errors import KbError
 from kbtools.ingest.rows import LEDGERS, REQUIRED, RUN_TAG, decode
@@ -103,21 +102,6 @@ def candidate_keys(line: bytes) -> tuple[str | None, str | None]:
             return None, None
         values.append(value.decode("ascii"))
     return (values[0], values[1]) if values[0] else (None, None)
-
-
-class Segment(NamedTuple):
-    """Candidate lines of one source still in the prior ledger: where each starts, where the last ends."""
-
-    fd: int
-    starts: tuple[int, ...]
-    end: int
-
-    def read(self) -> list[bytes]:
-        first = self.starts[0]
-        lines = os.pread(self.fd, self.end - first, first).splitlines(keepends=True)
-        if len(lines) != len(self.starts):
-            raise OSError(errno.EIO, "the candidates ledger changed while read")
-        return lines
 
 
 CRASH_ENV = "KB_TEST_CRASH_AT"

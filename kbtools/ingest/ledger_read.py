@@ -18,7 +18,7 @@ from typing import IO, Any, NamedTuple
 
 from kbtools.ingest import caches
 from kbtools.ingest.hashing import hashed_identity_key
-from kbtools.ingest.ledger import Segment, candidate_keys, ledger_path, lines_of, open_ledger, stat_json
+from kbtools.ingest.ledger import candidate_keys, ledger_path, lines_of, open_ledger, stat_json
 from kbtools.ingest.rows import LEDGERS, RUN_TAG, ManifestRow, Row, decode
 
 
@@ -86,9 +86,6 @@ class PriorState:
     # its lines are then read in one go. These sources are not in ``rows``.
     _indexed: dict[str, list[int]] = field(default_factory=dict)
     _indexed_file: int = -1
-    # The rows_digest each source's lines were written with, and under what (see WriteSink.digest_context).
-    _digests: dict[str, str] = field(default_factory=dict)
-    _digest_context: str = ""
 
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
         """Open a ledger once (its file number, or -1 if absent): it is indexed now and read back
@@ -191,7 +188,7 @@ class PriorState:
         if ledger == "candidates":
             cached = caches.index_part(index, ledger, os.fstat(handle.fileno()))
             if cached is not None:
-                self._digest_context, self._digests, self._indexed = cached
+                _, _, self._indexed = cached  # (the digests are for kb review, see source_sync)
                 self._indexed_file = number
                 return rows
         runs: dict[str, object] = {}
@@ -201,20 +198,6 @@ class PriorState:
                 rows[key] = []
             rows.setdefault(key, []).append((number, offset))
         return rows
-
-    def segment(self, source_key: str, rows_digest: str | None = None, context: str = "") -> Segment | None:
-        """Where one source's candidate lines lie in the final ledger, when the offset index
-        says (lines contiguous, in order); given ``rows_digest``, only when the index says these
-        lines were written with it under ``context``: the digest check of
-        :func:`reemit.prior_rows` without reading the lines."""
-        if rows_digest is not None and (
-            not rows_digest or context != self._digest_context or self._digests.get(source_key) != rows_digest
-        ):
-            return None
-        spans = self._indexed.get(source_key)
-        if spans is None or len(spans) < 2:
-            return None
-        return Segment(self._handles[self._indexed_file].fileno(), tuple(spans[:-1]), spans[-1])
 
     def read_line(self, location: tuple[int, int]) -> bytes:
         """The line at ``location``, by ``pread``: worker processes are forked with these
@@ -244,12 +227,12 @@ class PriorState:
 
     def candidate_lines(self, source_key: str) -> list[bytes]:
         """The stored candidate lines of one source, as bytes (newline-terminated)."""
-        segment = self.segment(source_key)
-        if segment is not None:
-            try:
-                return segment.read()
-            except OSError:
-                pass  # not as indexed: line by line
+        spans = self._indexed.get(source_key)
+        if spans is not None and len(spans) > 1:  # contiguous, in order: in one go
+            data = os.pread(self._handles[self._indexed_file].fileno(), spans[-1] - spans[0], spans[0])
+            lines = data.splitlines(keepends=True)
+            if len(lines) == len(spans) - 1:
+                return lines
         lines = [self.read_line(location) for location in self._locations("candidates", source_key)]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 

@@ -6,7 +6,6 @@ files and renamed into place at the end, progress appended to the journal (see
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import IO
 from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, stat_key, temp_path_for, write_all
 from kbtools.ingest import caches
 from kbtools.ingest.dedup import DedupKey, StoredKeys
-from kbtools.ingest.ledger import Segment, crash_point, ledger_path
+from kbtools.ingest.ledger import crash_point, ledger_path
 from kbtools.ingest.ledger_read import manifest_entry
 from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, Row, dumps
 
@@ -36,7 +35,7 @@ class SourceRows:
     events: list[Row] = field(default_factory=list)
     # Prior candidates the control-plane filter dropped on this run.
     internal_dropped: int = 0
-    candidate_lines: list[bytes | None] = field(default_factory=list)
+    candidate_lines: list[bytes] = field(default_factory=list)
     candidate_keys: list[DedupKey] = field(default_factory=list)
     # Or, for trusted prior lines, their keys as the key cache keeps them, and that
     # entry as stored (marshal), to be kept as it is.
@@ -44,38 +43,14 @@ class SourceRows:
     stored_blob: bytes = b""
     # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
     lines_digest: str = ""
-    # Trusted prior lines not read yet (``candidate_lines`` all None): copied as a byte range.
-    segment: Segment | None = None
 
     @classmethod
     def of(
         cls, manifest: Row, candidates: list[Row], rejected: list[Row], events: list[Row], internal_dropped: int = 0
     ) -> SourceRows:
         """The rows of a source whose candidates are built (or re-checked) here."""
-        lines: list[bytes | None] = [dumps(row) for row in candidates]
+        lines = [dumps(row) for row in candidates]
         return cls(manifest, rejected, events, internal_dropped, lines, [DedupKey.of(row) for row in candidates])
-
-    def materialize(self) -> None:
-        """Read the lines of :attr:`segment` into :attr:`candidate_lines`."""
-        if self.segment is not None:
-            self.candidate_lines = list(self.segment.read())
-            self.segment = None
-
-
-def _copy_range(src: int, dst: int, start: int, end: int) -> None:
-    """Append ``src[start:end]`` to ``dst`` (in the kernel where it can)."""
-    while start < end:
-        try:
-            done = os.copy_file_range(src, dst, end - start, start)
-        except (OSError, AttributeError):  # another filesystem, an old kernel, not Linux
-            done = 0
-        if done <= 0:
-            data = os.pread(src, end - start, start)
-            if len(data) != end - start:  # the prior ledger shrank under the run: never a short ledger
-                raise OSError(errno.EIO, "the candidates ledger changed while copied")
-            write_all(dst, data)
-            break
-        start += done
 
 
 class WriteSink:
@@ -93,7 +68,6 @@ class WriteSink:
         # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
         self._written = 0
-        self._pending_copy: tuple[int, int, int] | None = None  # (fd, start, end) of the prior ledger
         self._digests: dict[str, str] = {}
         # The rest of the ledger index: each manifest row's entry and offset.
         self._entries: list[tuple[tuple[object, ...], int]] = []
@@ -103,24 +77,14 @@ class WriteSink:
         self._tag = b',"' + RUN_TAG.encode() + b'":' + json.dumps(run_id).encode() + b"}\n"
 
     def emit(self, rows: SourceRows, *, journal: bool) -> None:
-        if journal:
-            rows.materialize()
-        key, segment = rows.manifest["source_key"], rows.segment  # a source is emitted once
-        if segment is not None:
-            self._spans[key] = [self._written + at - segment.starts[0] for at in (*segment.starts, segment.end)]
-            self._copy(segment)
-            lines: list[bytes] = []
-        else:
-            lines = [line for line in rows.candidate_lines if line is not None]
-        if lines or segment is not None:
-            self._digests[key] = rows.manifest.get("rows_digest") or ""
+        key, lines = rows.manifest["source_key"], rows.candidate_lines  # a source is emitted once
         if lines:
+            self._digests[key] = rows.manifest.get("rows_digest") or ""
             spans = self._spans[key] = []
             for line in lines:
                 spans.append(self._written)
                 self._written += len(line)
             spans.append(self._written)
-            self._flush_copy()
             self._final["candidates"].write(b"".join(lines))
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
@@ -135,25 +99,6 @@ class WriteSink:
         self._final["manifest"].write(line)
         if journal:
             self._pending["manifest"].append(self._tagged(line))
-
-    def _copy(self, segment: Segment) -> None:
-        """Queue a byte range of the prior ledger; adjacent ranges are copied as one."""
-        start, end = segment.starts[0], segment.end
-        self._written += end - start
-        if self._pending_copy is not None and self._pending_copy[0] == segment.fd and self._pending_copy[2] == start:
-            self._pending_copy = (segment.fd, self._pending_copy[1], end)
-            return
-        self._flush_copy()
-        self._pending_copy = (segment.fd, start, end)
-
-    def _flush_copy(self) -> None:
-        """Copy the queued range into the candidates ledger (in the kernel where it can)."""
-        if self._pending_copy is not None:
-            src, start, end = self._pending_copy
-            out = self._final["candidates"]
-            out.flush()
-            _copy_range(src, out.fileno(), start, end)
-            self._pending_copy = None
 
     def _tagged(self, line: bytes) -> bytes:
         """``dumps({**row, RUN_TAG: run_id})`` of the row a line holds, without parsing it."""
@@ -181,7 +126,6 @@ class WriteSink:
 
     def commit(self) -> None:
         written: dict[str, os.stat_result] = {}
-        self._flush_copy()
         for name in COMMIT_ORDER:
             out = self._final.pop(name)
             out.flush()

@@ -382,12 +382,10 @@ class _RunState:
         # Trusted lines written back as they are keep the digest they were checked against.
         digest, blob = rows.lines_digest, rows.stored_blob
         if twins is not None:  # rare: lines to mark again (read, parsed, serialised again)
-            rows.materialize()
             marks = [marking(twin) for twin in twins]
-            lines: list[bytes | None] = []
+            lines: list[bytes] = []
             for line, mark, was in zip(rows.candidate_lines, marks, stored.markings):
                 if mark != was:
-                    assert line is not None
                     candidate = json.loads(line)
                     candidate["decision"], candidate["duplicate_of"] = mark
                     line = dumps(candidate)
@@ -396,7 +394,7 @@ class _RunState:
             stored = stored.marked(marks)
             digest, blob = "", b""
         if not digest:
-            digest = rows_digest((line for line in rows.candidate_lines if line is not None), self.ctx.derived_key)
+            digest = rows_digest(rows.candidate_lines, self.ctx.derived_key)
         if rows.manifest["rows_digest"] != digest:
             rows.manifest["rows_digest"] = digest
         self.key_cache[digest] = blob or marshal.dumps(tuple(stored))  # type: ignore[arg-type]

@@ -65,27 +65,19 @@ def prior_rows(
             if digest.candidate_count
             else next((str(r["reason"]) for r in rejected if r.get("reason") != INTERNAL_FILTERED), NO_KNOWLEDGE)
         )
-    # The offset index vouches for these bytes (written with this digest, under these
-    # rules, into the very file still open): copied unread.
-    segment = prior.segment(key, digest.rows_digest, digest_context(ctx.derived_key)) if current else None
-    lines = [] if segment is not None else prior.candidate_lines(key)
+    lines = prior.candidate_lines(key)
     redacted = digest.redaction_status.startswith("redacted:")
     dropped = 0
-    if segment is not None or (
-        current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest
-    ):
-        count = len(segment.starts) if segment is not None else len(lines)
-        trusted: list[bytes | None] = [None] * count if segment else list(lines)
-        rows = SourceRows(
-            {}, rejected, events, candidate_lines=trusted, lines_digest=digest.rows_digest, segment=segment
-        )
+    if current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest:
+        count = len(lines)
+        rows = SourceRows({}, rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
         # Their dedup keys: from the key cache (see StoredKeys), else read off the lines.
         blob = prior.key_cache.get(digest.rows_digest, b"")
         cached = marshal.loads(blob) if blob else None  # whole: the key cache file is checksummed
         if isinstance(cached, tuple) and len(cached) == len(StoredKeys._fields) and len(cached[0]) == count:
             rows.stored_keys, rows.stored_blob = StoredKeys._make(cached), blob
         else:
-            rows.candidate_keys = [DedupKey.of_line(line) for line in (segment.read() if segment else lines)]
+            rows.candidate_keys = [DedupKey.of_line(line) for line in lines]
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         row = prior.read(digest.location)
         slugs = list(row.get("article_slugs") or ())

@@ -55,7 +55,7 @@ def test_caches_on_and_off_give_identical_ledgers(
     both()
     _sessions(env, turns=4)  # grown: trusted prior lines come into play
     both()
-    both()  # unchanged: the stat cache, the ledger index, the byte-range copy
+    both()  # unchanged: the stat cache, the ledger index
     assert (env.out / LEDGER_INDEX_FILE).exists() and (env.out / KEY_CACHE_FILE).exists()
     for name in (LEDGER_INDEX_FILE, KEY_CACHE_FILE):
         assert not (uncached.out / name).exists(), name  # off means off: nothing kept for speed

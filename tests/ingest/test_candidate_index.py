@@ -1,4 +1,4 @@
-"""The candidates offset index: a rerun copies unchanged sources' lines as byte ranges;
+"""The candidates offset index: a rerun reads unchanged sources' lines by their offsets;
 the ledger it writes is the same as a full scan's, and a damaged or stale index is a miss."""
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ def test_a_rerun_from_the_index_writes_the_same_ledgers_as_a_full_scan(env: Inge
     # No technical knowledge: a rejected row, re-emitted like the manifest's.
     age(write_omp_session(env.omp, [user("hi"), assistant("hello")], session_id="chit-chat", dir_name="chat"))
     env.run()
-    env.run()  # every row "unchanged" now: the next run copies them as they are
+    env.run()  # every row "unchanged" now: the next run reads them by the index
     index = env.out / "ledger-index.marshal"
     assert index.exists()
-    _grow(paths[2], 2)  # a source in the middle: the copied ranges are split around it
+    _grow(paths[2], 2)  # a source in the middle: the indexed lines around it move
     before = env.out.parent / "before"
     shutil.copytree(env.out, before)
     summary, _ = env.run()
