@@ -93,7 +93,20 @@ def shingle_hashes(words: Sequence[bytes], n: int = SHINGLE_N) -> list[int]:
     """Hashes of every n-word window of ``words``, in order (repeats kept)."""
     if len(words) < n:
         return []
+    return _window_hashes(word_ids(words), n)
+
+
+def shingle_hash_set(words: Sequence[bytes], sizes: Iterable[int]) -> set[int]:
+    """The distinct hashes of every n-word window of ``words``, for each n in ``sizes``
+    (the words' ids looked up once for all of them)."""
     ids = word_ids(words)
+    found: set[int] = set()
+    for n in sizes:
+        found.update(_window_hashes(ids, n))
+    return found
+
+
+def _window_hashes(ids: list[int], n: int) -> list[int]:
     windows = zip(*(ids[i:] for i in range(n)))
     if BUILTIN_HASH:
         return list(map(hash, windows))

@@ -7,7 +7,7 @@ they name the same things: the error text, the module, the option, the command.
 So a candidate's features are its *content words* (the derived filter's normal
 form, :func:`kbtools.derived.normalise.tokens`, without stopwords and words of two
 letters or fewer) shingled by the derived filter's shingler
-(:func:`kbtools.derived.shingles.shingle_hashes`) into 1- and 2-word shingles, and
+(:func:`kbtools.derived.shingles.shingle_hash_set`) into 1- and 2-word shingles, and
 two candidates are similar when the share of the smaller feature set found in the
 other (containment, as the derived filter measures) reaches :data:`THRESHOLD`.
 
@@ -101,18 +101,10 @@ def features(words: Iterable[bytes]) -> frozenset[int]:
 
 
 def _sorted_features(words: Iterable[bytes]) -> list[int]:
-    from kbtools.derived.shingles import BUILTIN_HASH, shingle_hashes, word_ids
+    from kbtools.derived.shingles import shingle_hash_set
 
     stop = _stopwords()
-    content = [w for w in words if len(w) >= MIN_WORD and w not in stop]
-    found: set[int] = set()
-    if BUILTIN_HASH:  # shingle_hashes' windows, the words' ids looked up once for every size
-        ids = word_ids(content)
-        for n in SHINGLE_SIZES:
-            found.update(map(hash, zip(*(ids[i:] for i in range(n)))))
-    else:
-        for n in SHINGLE_SIZES:
-            found.update(shingle_hashes(content, n))
+    found = shingle_hash_set([w for w in words if len(w) >= MIN_WORD and w not in stop], SHINGLE_SIZES)
     return heapq.nsmallest(SKETCH, found) if len(found) > SKETCH else sorted(found)
 
 

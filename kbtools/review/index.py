@@ -21,8 +21,9 @@ disk error, a hand edit), and one with another schema version or that raises a
 database error during use is damaged: each is deleted and rebuilt from the
 ledgers, never repaired in place. One kb process at a time uses the index
 (:data:`LOCK_FILE`), and a lock held by another is not damage: an update waits for it
-(:data:`BUSY_TIMEOUT`), then fails with a one-line error, the file left alone; and what an update writes is worked out inside its write transaction. A rebuild forgets which run first saw a candidate:
-all of them count as new in the run that rebuilt it.
+(:data:`BUSY_TIMEOUT`), then fails with a one-line error, the file left alone; and what an
+update writes is worked out inside its write transaction. A rebuild forgets which run first
+saw a candidate: all of them count as new in the run that rebuilt it.
 
 Words are indexed as the derived filter normalises them
 (:func:`kbtools.derived.normalise.tokens`: NFKC, lower case, Markdown layout
