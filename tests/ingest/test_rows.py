@@ -7,6 +7,8 @@ import json
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbtools.ingest import rows
 from kbtools.ingest.rows import CandidateRow, EventRow, ManifestRow, RejectedRow
@@ -107,3 +109,108 @@ def test_the_schema_key_changes_with_any_field_list() -> None:
     """The ledger index and the trusted-lines digest are keyed by it (see rows.SCHEMA_KEY)."""
     assert rows.SCHEMA_KEY == tuple(rows.FIELDS[t] for t in rows.ROW_TYPES.values())
     assert rows.LEDGERS == ("manifest", "candidates", "rejected", "events")
+
+
+# --------------------------------------------------------------------------- dumps' fast path
+
+# Floats either side of where repr switches to an exponent (below 1e-4, from 1e16), and the
+# non-finite ones json writes as NaN/Infinity (msgspec: null).
+EDGE_FLOATS = (
+    0.0, -0.0, 0.1, 0.3, 1 / 3, 2.5, 100.0, -7.25, 0.0001, 0.00012, 9.999e-05, 1e-05, 1e-07, 5e-324,
+    123456789012345.6, 9999999999999998.0, 1e15, 1e16, -1e16, 1.2345678901234568e17, 1e21, 1e22,
+    1.7976931348623157e308, float("nan"), float("inf"), float("-inf"),
+)  # fmt: skip
+
+
+def _same(obj: Any) -> None:
+    """dumps writes json_dumps' bytes, or raises what it raises."""
+    try:
+        expected: bytes | type[BaseException] = rows.json_dumps(obj)
+    except Exception as exc:
+        expected = type(exc)
+    if isinstance(expected, bytes):
+        assert rows.dumps(obj) == expected, obj
+    else:
+        with pytest.raises(expected):
+            rows.dumps(obj)
+
+
+@pytest.mark.parametrize("value", EDGE_FLOATS)
+def test_dumps_writes_every_float_as_json_does(value: float) -> None:
+    _same({"confidence": value, "scores": {"relevance": value}, "nested": [[value], {"x": (value,)}]})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "lone \ud800 surrogate",
+        "\udfff",
+        "".join(map(chr, range(0x80))) + '\x7f\u2028\u2029\ufeff\U0001f600 \\ " /',
+        2**63,
+        2**64 + 1,
+        -(2**63) - 1,
+        True,
+        None,
+        (1, "a"),
+        [],
+        {},
+    ],
+)
+def test_dumps_writes_strings_and_other_plain_values_as_json_does(value: object) -> None:
+    _same({"value": value, "inside": [value], "keyed": {"k": value}})
+
+
+@pytest.mark.parametrize("value", [b"bytes", {1, 2}, 1.5j, object()])
+def test_dumps_raises_as_json_on_what_is_not_json(value: object) -> None:
+    _same({"value": value})
+    _same({"inside": [value]})
+
+
+def test_dumps_converts_keys_and_subclasses_as_json_does() -> None:
+    import enum
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    class Text(str):
+        pass
+
+    for obj in ({1: "a", 2.5: "b", None: "c", False: "d"}, {"level": Level.LOW}, {"text": Text("t")}):
+        _same(obj)
+
+
+def test_dumps_writes_cycles_and_deep_nesting_as_json_does() -> None:
+    cycle: list[object] = []
+    cycle.append(cycle)
+    _same({"cycle": cycle})
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    _same({"deep": deep})
+
+
+def test_dumps_writes_real_rows_as_json_does() -> None:
+    row = rows.as_json(
+        CandidateRow(
+            candidate_id="c" * 64,
+            source_key="k" * 64,
+            text="After upgrading vitest to 2.0.3 — `pnpm test` fails:\n\tReferenceError \ud83d",
+            fingerprint="f" * 64,
+            symptoms=["a", "b"],
+            confidence=0.35,
+            scores={"relevance": 0.8, "novelty": 1e-05, "count": 3},
+        )
+    )
+    _same(row)
+    _same(rows.as_json(manifest(stat_key=[1, 2, 1.5e16], records={"user_prose": 3})))
+    event = rows.as_json(EventRow(event="derived_excluded", source_key="k", overlap=0.875, threshold=1e-4))
+    _same(event)
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=20,
+))  # fmt: skip
+def test_dumps_writes_any_json_value_as_json_does(value: object) -> None:
+    _same({"value": value})
