@@ -18,13 +18,19 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import time
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Numbers below this are epoch seconds, the rest epoch milliseconds (as the reference).
-_SECONDS_LIMIT = 1e10
+_SECONDS_LIMIT = 10**10
+# Epoch milliseconds of 10000-01-01: an int from 0 up to this is formatted by gmtime and
+# strftime (1.2 µs instead of 2.4 µs through datetime), the same text (years 1970-9999).
+_MILLIS_LIMIT = 253_402_300_800_000
+_gmtime = time.gmtime
+_strftime = time.strftime
 
 
 def sha256_hex(value: str | bytes) -> str:
@@ -64,6 +70,9 @@ def iso_time(value: Any) -> str:
     never local time, so a ledger does not depend on the machine's time zone.
     Anything unparseable or outside years 1–9999 gives "".
     """
+    if type(value) is int and 0 <= value < _MILLIS_LIMIT:  # most numbers: by the C library's calendar
+        seconds, millis = divmod(value, 1000) if value >= _SECONDS_LIMIT else (value, 0)
+        return f"{_strftime('%Y-%m-%dT%H:%M:%S', _gmtime(seconds))}.{millis:03d}Z"
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, (int, float)):

@@ -99,3 +99,17 @@ def test_iso_time_of_its_own_form_is_the_general_parse(text: str) -> None:
 def test_iso_time_keeps_a_valid_canonical_time(moment: datetime) -> None:
     text = moment.isoformat(timespec="milliseconds") + "Z"  # the year is padded to four digits
     assert iso_time(text) == text == iso_time(f" {text}")
+
+
+INT_EDGES = (0, 1, 999, 10**10 - 1, 10**10, 10**10 + 1, 1_777_599_666_123, 253_402_300_799_999, 253_402_300_800_000)
+
+
+@pytest.mark.parametrize("number", [*INT_EDGES, *(-n for n in INT_EDGES)])
+def test_iso_time_of_an_int_is_that_of_the_same_float(number: int) -> None:
+    """Ints in range take gmtime/strftime, floats datetime: the same text."""
+    assert iso_time(number) == iso_time(float(number))
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15))
+def test_iso_time_of_any_int_is_that_of_the_same_float(number: int) -> None:
+    assert iso_time(number) == iso_time(float(number))
