@@ -205,9 +205,10 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     shape = _shape()
     for line_no, line, whole in scan.lines(_wanted):
         head = line[:_HEAD]
-        if not whole or _skippable(head):
-            entry_id, parent_id = _ids_from_head(head)
-            tally.note(_decision_from_head(head))
+        skipped = _skipped(head) if whole else _skipped(head, always=True)
+        if skipped is not None:
+            decision, entry_id, parent_id = skipped
+            tally.note(decision)
             if entry_id is not None:
                 tree.add(_id_hash(entry_id), _id_hash(parent_id), None)
             continue
@@ -292,6 +293,37 @@ def _decision_from_head(head: bytes) -> str:
     if role:
         return _ROLES.get(role.group(1).decode(), UNKNOWN)
     return UNKNOWN
+
+
+# The head OMP writes: type, id, parentId, timestamp, then a message's role. A head of this
+# shape is read by one match; any other by the searches below (the same answers).
+_HEAD_FIELDS = re.compile(
+    rb'\{"type":"([A-Za-z_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)")'
+    rb'(?:,"timestamp":"[^"\\]*")?(?:,"message":\{"role":"([A-Za-z_]+)")?'
+)
+
+
+def _skipped(head: bytes, *, always: bool = False) -> tuple[str, str | None, str | None] | None:
+    """``(decision, entry id, parent id)`` of a line :func:`_skippable` by its head (or of
+    any line, ``always``: one whose rest was not held), else None: it is to be parsed."""
+    fields = _HEAD_FIELDS.match(head)
+    if fields is not None:
+        kind, entry_id, parent_id, role = fields.groups()
+        # The first "type", "id", "parentId" and "role" of the head, as the searches find.
+        if kind == b"message" and role is not None:
+            if not always and role.decode() in _PROSE_ROLES:
+                return None
+            decision = _ROLES.get(role.decode(), UNKNOWN)
+        elif kind not in _PARSED_TYPES:
+            decision = _ENTRY_TYPES.get(kind.decode(), UNKNOWN)
+        else:  # a session line, or a message whose role (if any) is further on
+            fields = None
+        if fields is not None:
+            parent = parent_id.decode("utf-8", "replace") if parent_id is not None else None
+            return decision, entry_id.decode("utf-8", "replace"), parent
+    if not always and not _skippable(head):
+        return None
+    return _decision_from_head(head), *_ids_from_head(head)
 
 
 def _wanted(head: bytes) -> bool:

@@ -161,3 +161,38 @@ def test_reference_fixture_shape_keeps_visible_prose_and_reports_the_bad_line(tm
     assert [r.text for r in unit.records] == ["Keep this user question", "Keep this answer"]
     assert unit.error == "malformed_json: 1 line (first at line 6)"
     assert unit.session_identity == "omp-secret-id"
+
+
+def _skipped_by_searches(head: bytes, always: bool) -> tuple[str, str | None, str | None] | None:
+    """What the reader did before the one-match read of OMP's own head shape."""
+    if not always and not omp._skippable(head):
+        return None
+    return omp._decision_from_head(head), *omp._ids_from_head(head)
+
+
+def test_a_head_is_read_by_one_match_as_by_the_searches() -> None:
+    heads = [
+        b'{"type":"message","id":"a1","parentId":"b2","timestamp":"2026-05-01T01:38:24.638Z","message":{"role":"toolResult","content":[]}}',
+        b'{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}',
+        b'{"type":"message","id":"a1","parentId":"b2","timestamp":"t","message":{"role":"assistant"',
+        b'{"type":"message","id":"a1","parentId":"b2","timestamp":"t","message":{"role":"tool-x","role":"user"}}',
+        b'{"type":"message","id":"a1","parentId":"b2","timestamp":"t","message":{"content":[],"role":"bashExecution"}}',
+        b'{"type":"message","id":"a1","parentId":"b2","message":{"role":"custom"}}',
+        b'{"type":"message","id":"a1","parentId":"b2","timestamp":"t\\"","message":{"role":"user"}}',
+        b'{"type":"message","id":"a\\"1","parentId":"b2","timestamp":"t","message":{"role":"toolResult"}}',
+        b'{"type":"message","id":"a1","parentId":"b\\\\2","message":{"role":"toolResult"}}',
+        b'{"type":"message","id":"\xff\xfe","parentId":"\xc3","message":{"role":"toolResult"}}',
+        b'{"type":"session","id":"s","parentId":null,"timestamp":"t","role":"toolResult"}',
+        b'{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w"}',
+        b'{"type":"model_change","id":"m","parentId":null,"timestamp":"t","model":"x","role":"default"}',
+        b'{"type":"compaction","id":"c","parentId":"m","timestamp":"t","summary":"s"}',
+        b'{"type":"brand_new","id":"","parentId":""}',
+        b'{"type":"message","role":"user","id":"a1","parentId":"b2"}',
+        b'{ "type": "message", "id": "a1", "parentId": "b2", "message": {"role": "toolResult"}}',
+        b'{"id":"a1","parentId":"b2","message":{"role":"toolResult"}}',
+        b'{"type":"message","id":"a1"}',
+        b"not json",
+    ]
+    for head in heads:
+        for always in (False, True):
+            assert omp._skipped(head, always=always) == _skipped_by_searches(head, always), (head, always)
