@@ -227,6 +227,27 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
+def _summary_and_fingerprint(text: str) -> tuple[str, str]:
+    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)``, with one split of
+    an ASCII text (where NFKC changes nothing and lower-casing commutes with the split),
+    the summary of another from a prefix of it."""
+    if text.isascii():
+        collapsed = " ".join(text.split())
+        return collapsed[:SUMMARY_CHARS], sha256_hex(collapsed.lower())
+    return _summary(text), fingerprint(text)
+
+
+def _summary(text: str) -> str:
+    """``" ".join(text.split())[:SUMMARY_CHARS]`` from as short a prefix as gives it: the
+    prefix's words joined are a prefix of all the words joined (its last word may be cut)."""
+    size = 2 * SUMMARY_CHARS
+    while True:
+        head = " ".join(text[:size].split())
+        if len(head) >= SUMMARY_CHARS or size >= len(text):
+            return head[:SUMMARY_CHARS]
+        size *= 4
+
+
 def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) -> str:
     """Unique and stable: the reference's sha256(source_key \\0 fingerprint) collided for
     two turns with equal text, so the turn and chunk position are part of the id."""
@@ -250,8 +271,9 @@ def build_candidates(
     decision, duplicate_of = marking("")  # as built: no duplicate marking yet
     for turn_index, turn in enumerate(split_turns(records)):
         whole = "\n".join(render(r.role, r.text) for r in turn)
-        whole_counts = Counter(word_list(whole.lower()))
-        whole_words = set(whole_counts)  # control_plane.words_of(whole)
+        whole_low = whole.lower()
+        whole_counts = Counter(word_list(whole_low))
+        whole_words = whole_counts.keys()  # control_plane.words_of(whole), as a set (not copied)
         signals = technical_signals(whole, whole_words)
         if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
             continue
@@ -261,16 +283,18 @@ def build_candidates(
             if len(text) > budget:
                 return out, True
             budget -= len(text)
-            fp = fingerprint(text)
+            summary, fp = _summary_and_fingerprint(text)
             # The chunk's word set: the turn's when it is the whole turn. For ASCII text
             # (NFKC changes nothing) the keyword tokens are the same words, and every
             # word of its pieces (lower-casing is per character).
-            counts = whole_counts if text == whole and text.isascii() else Counter(keyword_tokens(text))
-            text_words = whole_words if text == whole else set(counts) if text.isascii() else None
+            same = text == whole and (text.isascii() or unicodedata.is_normalized("NFKC", text))
+            counts = whole_counts if same else Counter(keyword_tokens(text))
+            text_words = whole_words if text == whole else counts.keys() if text.isascii() else None
             piece_words = text_words if text.isascii() else None
             words = top_words(counts)
             matches = notes.match(words)
-            fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words)
+            low = whole_low if text == whole else None
+            fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words, low)
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
             labels = unique((label for r, _ in chunk for label in r.labels), 64)
@@ -283,7 +307,7 @@ def build_candidates(
                 "record_type": meta.record_type,
                 "format": meta.format,
                 "text": text,
-                "summary": " ".join(text.split())[:SUMMARY_CHARS],
+                "summary": summary,
                 "language": "zh" if has_cjk(text) else "und",
                 "created_at": chunk[0][0].created_at or meta.created_at,
                 "updated_at": chunk[-1][0].created_at or meta.updated_at,

@@ -18,6 +18,7 @@ substring test passed "latest" for "test", "capital" for "api", "prefix" for "fi
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import Any
 
@@ -167,9 +168,9 @@ def words_of(text: str) -> set[str]:
     return set(word_list(text.lower()))
 
 
-def technical_signals(text: str, words: set[str] | None = None) -> set[str]:
+def technical_signals(text: str, words: AbstractSet[str] | None = None) -> set[str]:
     """The distinct technical terms a text uses, as whole words (lower case)."""
-    found = (words if words is not None else words_of(text)) & SIGNAL_WORDS
+    found = set((words if words is not None else words_of(text)) & SIGNAL_WORDS)  # a few words
     if not text.isascii():
         found.update(term for term in SIGNAL_CJK if term in text)
     return found

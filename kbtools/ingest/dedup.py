@@ -50,7 +50,7 @@ class DedupKey(NamedTuple):
     @classmethod
     def _read(cls, value: Callable[..., object]) -> DedupKey:
         text = str(value("text", ""))
-        bodies = _FENCE_BODY.findall(text) if "```" in text else ()
+        bodies = _fence_bodies(text) if "```" in text else ()
         errors = value("error_messages")
         return cls(
             str(value("fingerprint", "")),
@@ -139,6 +139,25 @@ class Deduplicator:
                 changed = changed or decision != "jotting" or duplicate_of != ""
                 twins.append("")
         return duplicates, twins if changed else None
+
+
+def _fence_bodies(text: str) -> list[str]:
+    """``_FENCE_BODY.findall(text)`` with str.find: an opening fence's line ends at the first
+    newline after it, its body at the first fence after that (the regex's lazy body
+    tries the closing fence at every character). With no newline or no closing fence
+    after an opening one, no later one matches either."""
+    bodies = []
+    pos = text.find("```")
+    while pos >= 0:
+        newline = text.find("\n", pos + 3)
+        if newline < 0:
+            break
+        close = text.find("```", newline + 1)
+        if close < 0:
+            break
+        bodies.append(text[newline + 1 : close])
+        pos = text.find("```", close + 3)
+    return bodies
 
 
 def _digests(texts: Iterable[str]) -> tuple[bytes, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import Any
 
@@ -92,7 +93,10 @@ def _term_automaton() -> tuple[Any, tuple[str, ...], tuple[list[tuple[int, int]]
     import ahocorasick_rs
 
     names = tuple(_TERMS)
-    automaton = ahocorasick_rs.AhoCorasick(list(names), matchkind=ahocorasick_rs.MatchKind.Standard)
+    # A DFA: twice as fast as the default NFA over prose, and built in a millisecond for these terms.
+    automaton = ahocorasick_rs.AhoCorasick(
+        list(names), matchkind=ahocorasick_rs.MatchKind.Standard, implementation=ahocorasick_rs.Implementation.DFA
+    )
     return automaton, names, tuple(_TERMS[name] for name in names)
 
 
@@ -100,15 +104,21 @@ def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _term_hits(low: str, present: set[str] | None = None) -> list[tuple[int, int]]:
+def _term_hits(
+    low: str, present: AbstractSet[str] | None = None, spans: Sequence[tuple[str, int, int]] = ()
+) -> list[tuple[int, int]]:
     """``(offset, field number)`` of every field term in a lower-cased message, each
     term's occurrences taken left to right without overlapping one another (as
     str.find finds them); ``present``: the term words among the words of a text
-    holding it, if known (a word not in this message then finds nothing)."""
+    holding it, if known (a word not in this message then finds nothing). With
+    ``spans`` (see :func:`_chunk_sentence_fields`) and no ``present``, ``low`` is a
+    rendered chunk and each piece is a message of its own to that test."""
     automaton, names, uses = _term_automaton()
     hits: list[tuple[int, int]] = []
     taken_to: dict[int, int] = {}  # term → the end of its last occurrence taken
     size = len(low)
+    starts = [start for _, start, _ in spans]
+    in_piece: dict[int, set[str]] = {}  # a piece's number → the term words among its words
     for term, pos, end in automaton.find_matches_as_indexes(low, overlapping=True):
         if pos < taken_to.get(term, 0):
             continue
@@ -119,9 +129,15 @@ def _term_hits(low: str, present: set[str] | None = None) -> list[tuple[int, int
             ):
                 continue
             if kind == _WORD:
-                if present is None:
-                    present = set(word_list(low)) & _WORD_SET
-                if names[term] not in present:
+                here = present
+                if here is None and starts:
+                    k = max(bisect_right(starts, pos) - 1, 0)
+                    here = in_piece.get(k)
+                    if here is None:
+                        here = in_piece[k] = set(word_list(low[starts[k] : spans[k][2]])) & _WORD_SET
+                elif here is None:
+                    present = here = set(word_list(low)) & _WORD_SET
+                if names[term] not in here:
                     continue
             hits.append((pos, field_no))
     hits.sort()
@@ -192,12 +208,21 @@ _VERSIONS_LOW = re.compile(
     r"\s*(?:v|version)?\s*\d+(?:\.\d+){0,3}(?![a-z0-9_])"
 )
 _VERSIONS = re.compile(_VERSIONS_LOW.pattern, re.IGNORECASE)  # for text whose lower case is longer
-# A command at the start of a line (MULTILINE `^` fails fast off a line start).
+# A command at the start of a line.
 _COMMANDS = re.compile(
     r"^[ \t]*(?:\$ )?(?:pnpm|npm|npx|node|bun|cargo|mvn|gradle|pytest|vitest|git|make|uv|pip|python3?"
     r"|go|docker|kubectl|kb)[ \t]+[^\n]{1,180}",
     re.MULTILINE,
 )
+# The same behind the newline that starts its line (search it in "\n" + text): the engine
+# then looks for the literal newline in C instead of trying `^` at every character, twice
+# as fast. No match holds a newline, so the two find the same, one after the other.
+_COMMAND_LINES = re.compile("\n" + _COMMANDS.pattern[1:])
+
+
+def _commands(text: str) -> Iterator[str]:
+    """``m.group(0) for m in _COMMANDS.finditer(text)``."""
+    return (m.group(0)[1:] for m in _COMMAND_LINES.finditer(f"\n{text}"))
 
 
 @cache
@@ -211,36 +236,68 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk().search(text) is not None
 
 
-def _sentence_fields(pieces: Iterable[tuple[str, str]], present: set[str] | None = None) -> dict[str, list[str]]:
-    """Each sentence that uses a field's terms goes to the first such field with room
-    (``present``: as for :func:`_term_hits`, over all the pieces)."""
+def _sentence_fields(
+    pieces: Iterable[tuple[str, str]], present: AbstractSet[str] | None = None
+) -> dict[str, list[str]]:
+    """Each sentence that uses a field's terms goes to the first field with room, one
+    message at a time (``present``: as for :func:`_term_hits`, over all the pieces)."""
     fields: dict[str, list[str]] = {name: [] for name, _ in SENTENCE_FIELDS}
     for role, text in pieces:
         low = text.lower()
         if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
             text = low
-        sentences: dict[int, tuple[int, set[int]]] = {}
-        end = -1
-        start = 0
-        bounds: _Sentences | None = None
-        for pos, field_no in _term_hits(low, present):
-            if field_no == _USER_ONLY and role != "user":
-                continue
-            if pos >= end:
-                bounds = bounds or _Sentences(text)
-                start, end = bounds.around(pos)
-                end = max(end, pos + 1)
-            sentences.setdefault(start, (end, set()))[1].add(field_no)
-        for start, (end, found) in sorted(sentences.items()):
-            sentence = text[start:end].strip()[:SNIPPET_CHARS]
-            if not sentence:
-                continue
-            for field_no in sorted(found):
-                bucket = fields[SENTENCE_FIELDS[field_no][0]]
-                if len(bucket) < FIELD_SNIPPETS:
-                    bucket.append(sentence)
-                    break
+        _fill(fields, text, _sentences_of(text, low, _term_hits(low, present), ((role, 0, len(text)),)))
     return fields
+
+
+def _chunk_sentence_fields(
+    text: str, low: str, spans: Sequence[tuple[str, int, int]], present: AbstractSet[str] | None = None
+) -> dict[str, list[str]]:
+    """:func:`_sentence_fields` of the pieces of a rendered chunk, in one pass over the chunk:
+    its terms found once, its sentence breaks once (``spans``: each piece's role, start and
+    end in ``text``; ``low`` its lower case, of the same length). The same as piece by piece:
+    a piece is set off by ``"\n[role] "``, which no term and no sentence crosses, and whose
+    characters are no word characters next to a piece's first or last one."""
+    fields: dict[str, list[str]] = {name: [] for name, _ in SENTENCE_FIELDS}
+    _fill(fields, text, _sentences_of(text, low, _term_hits(low, present, spans), spans))
+    return fields
+
+
+def _sentences_of(
+    text: str, low: str, hits: list[tuple[int, int]], spans: Sequence[tuple[str, int, int]]
+) -> list[tuple[int, int, set[int]]]:
+    """(start, end, field numbers) of each sentence holding term ``hits``, in text order,
+    within the pieces ``spans`` (a sentence does not reach past its piece)."""
+    sentences: dict[int, tuple[int, set[int]]] = {}
+    end = -1
+    start = 0
+    bounds: _Sentences | None = None
+    spans_left = iter(spans)
+    role, first, last = next(spans_left)
+    for pos, field_no in hits:
+        while pos >= last:
+            role, first, last = next(spans_left)
+        if pos < first or (field_no == _USER_ONLY and role != "user"):
+            continue
+        if pos >= end:
+            bounds = bounds or _Sentences(text)
+            start, end = bounds.around(pos)
+            start = max(start, first)
+            end = max(min(end, last), pos + 1)
+        sentences.setdefault(start, (end, set()))[1].add(field_no)
+    return [(start, end, found) for start, (end, found) in sorted(sentences.items())]
+
+
+def _fill(fields: dict[str, list[str]], text: str, sentences: list[tuple[int, int, set[int]]]) -> None:
+    for start, end, found in sentences:
+        sentence = text[start:end].strip()[:SNIPPET_CHARS]
+        if not sentence:
+            continue
+        for field_no in sorted(found):
+            bucket = fields[SENTENCE_FIELDS[field_no][0]]
+            if len(bucket) < FIELD_SNIPPETS:
+                bucket.append(sentence)
+                break
 
 
 def unique(matches: Iterable[str], limit: int) -> list[str]:
@@ -254,9 +311,8 @@ def unique(matches: Iterable[str], limit: int) -> list[str]:
     return list(seen)
 
 
-def _environments(text: str, words: set[str]) -> list[str]:
-    """Named platforms and tools, canonically spelt, in order of first mention."""
-    low = text.lower()
+def _environments(low: str, words: AbstractSet[str]) -> list[str]:
+    """Named platforms and tools, canonically spelt, in order of first mention (``low``: a lower-cased text)."""
     found: dict[str, int] = {}
     for word in words & ENVIRONMENTS.keys():
         # Two words name Node.js: the earlier mention counts (not the one a set yields last).
@@ -267,8 +323,9 @@ def _environments(text: str, words: set[str]) -> list[str]:
     return sorted(found, key=lambda name: (found[name], name))[:ENV_MATCHES]
 
 
-def _versions(text: str) -> Iterator[str]:
-    low = text.lower()
+def _versions(text: str, low: str | None = None) -> Iterator[str]:
+    if low is None:
+        low = text.lower()
     if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
         yield from (m.group(0) for m in _VERSIONS.finditer(text))
         return
@@ -289,18 +346,37 @@ def _version_names() -> Any:
     return ahocorasick_rs.AhoCorasick(_VERSION_NAMES, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
+def _spans(pieces: Sequence[tuple[str, str]]) -> list[tuple[str, int, int]]:
+    """Each piece's (role, start, end) in the rendered chunk (``"\n".join("[role] piece")``)."""
+    spans = []
+    at = 0
+    for role, piece in pieces:
+        at += len(role) + 3
+        spans.append((role, at, at + len(piece)))
+        at += len(piece) + 1
+    return spans
+
+
 def knowledge_fields(
     user: str,
     pieces: Sequence[tuple[str, str]],
     text: str,
-    words: set[str] | None = None,
-    piece_words: set[str] | None = None,
+    words: AbstractSet[str] | None = None,
+    piece_words: AbstractSet[str] | None = None,
+    low: str | None = None,
 ) -> dict[str, object]:
     """The reference's knowledge fields for one candidate: ``user`` is the turn's prompt,
     ``pieces`` the (role, text) messages of its chunk, ``text`` the rendered chunk
     (``words`` its :func:`words_of`, if known; ``piece_words`` a set holding every
-    lower-case word of every piece, if known)."""
-    fields = _sentence_fields(pieces, piece_words & _WORD_SET if piece_words is not None else None)
+    lower-case word of every piece, if known; ``low``: ``text.lower()``, if known)."""
+    if low is None:
+        low = text.lower()
+    spans = _spans(pieces)
+    if len(low) == len(text) and pieces and spans[-1][2] == len(text):
+        # ``text`` is the rendered pieces: one pass over it (see _chunk_sentence_fields).
+        fields = _chunk_sentence_fields(text, low, spans, piece_words & _WORD_SET if piece_words is not None else None)
+    else:
+        fields = _sentence_fields(pieces, piece_words & _WORD_SET if piece_words is not None else None)
     if words is None:
         words = words_of(text)
     last_assistant = next((t for role, t in reversed(pieces) if role == "assistant"), "")
@@ -308,12 +384,14 @@ def knowledge_fields(
     final_solution = fields["final_solution"][-1] if fields["final_solution"] else last_assistant[:2_000]
     return {
         "user_goal": user[:USER_GOAL_CHARS],
-        "technical_environment": _environments(text, words),
+        "technical_environment": _environments(low, words),
         "software_versions": (
-            unique(_versions(text), ENV_MATCHES) if words & _VERSIONED and any(d in text for d in "0123456789") else []
+            unique(_versions(text, low), ENV_MATCHES)
+            if words & _VERSIONED and any(d in text for d in "0123456789")
+            else []
         ),
         **{name: fields[name] for name in fields if name not in ("root_cause", "final_solution")},
         "root_cause": root_cause,
         "final_solution": final_solution,
-        "validation_commands": unique((m.group(0) for m in _COMMANDS.finditer(text)), ENV_MATCHES),
+        "validation_commands": unique(_commands(text), ENV_MATCHES),
     }

@@ -298,3 +298,54 @@ def test_knowledge_terms_and_versions_are_found_as_defined(text: str) -> None:
             pos = low.find(term, end)
     assert knowledge._term_hits(low) == sorted(expected)
     assert list(knowledge._versions(text)) == [m.group(0) for m in knowledge._VERSIONS.finditer(text)]
+
+
+# Pieces of prose for the fast paths: term words behind non-word characters ("“try”",
+# "try\x1b": no token of their own), sentence breaks at piece edges, characters whose
+# lower case is longer ("İ") or depends on its neighbours ("Σ"), fences and commands.
+_PIECE = st.lists(
+    st.sampled_from(["try", "fix", "the fix", "root cause", "TypeError", "when", "did not work", "Python 3.11"])
+    | st.sampled_from(["“try”", "try\x1b", "ΣΑΣ", "İ", "é", "原因", "问题？", "?", "x"])
+    | st.sampled_from([" ", "\n", ". ", "! ", "? ", "。", "\t", "  ", "```py\n", "```", "$ pnpm test", "\n  git log"]),
+    max_size=40,
+).map("".join)
+_PIECES = st.lists(st.tuples(st.sampled_from(["user", "assistant", "agent"]), _PIECE), min_size=1, max_size=4)
+
+
+@given(_PIECES)
+def test_knowledge_fields_of_a_chunk_in_one_pass_are_those_piece_by_piece(pieces: list[tuple[str, str]]) -> None:
+    from kbtools.ingest import knowledge
+
+    text = "\n".join(render(role, piece) for role, piece in pieces)
+    words = set(knowledge.word_list(text.lower()))
+    low = text.lower()
+    for present in (None, words & knowledge._WORD_SET):
+        by_piece = knowledge._sentence_fields(pieces, present)
+        if len(low) == len(text):
+            assert knowledge._chunk_sentence_fields(text, low, knowledge._spans(pieces), present) == by_piece
+    fields = knowledge.knowledge_fields("goal", pieces, text, words, words if text.isascii() else None)
+    assert fields == knowledge.knowledge_fields("goal", pieces, text, words, words if text.isascii() else None, low)
+    # The straightforward way: message by message, the words of each its own (non-ASCII).
+    by_piece = knowledge._sentence_fields(pieces, words & knowledge._WORD_SET if text.isascii() else None)
+    for name, sentences in by_piece.items():
+        if name == "root_cause":
+            assert fields[name] == (sentences[-1] if sentences else "")
+        elif name == "final_solution":
+            last = next((t for role, t in reversed(pieces) if role == "assistant"), "")
+            assert fields[name] == (sentences[-1] if sentences else last[:2_000])
+        else:
+            assert fields[name] == sentences
+    assert list(knowledge._commands(text)) == [m.group(0) for m in knowledge._COMMANDS.finditer(text)]
+
+
+@given(_PIECE)
+def test_summary_fingerprint_and_fence_bodies_are_as_defined(text: str) -> None:
+    from kbtools.ingest import candidates, dedup
+
+    for sample in (text, text * 40, text.encode("ascii", "ignore").decode() * 40):
+        assert candidates._summary_and_fingerprint(sample) == (
+            " ".join(sample.split())[: candidates.SUMMARY_CHARS],
+            fingerprint(sample),
+        )
+        assert candidates._summary(sample) == " ".join(sample.split())[: candidates.SUMMARY_CHARS]
+        assert dedup._fence_bodies(sample) == dedup._FENCE_BODY.findall(sample)
