@@ -280,9 +280,9 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     rollout = _Rollout(ProseBudget.for_max_text(settings.max_text))
     tally = rollout.tally
     for line_no, line, whole in scan.lines(_may_hold_prose_or_meta):
-        head = line[:_HEAD]
-        if not whole or not _may_hold_prose_or_meta(head):
-            tally.note(_decision_from_head(head))
+        skipped = _skipped(line[:_HEAD], always=not whole)
+        if skipped is not None:
+            tally.note(skipped)
             continue
         obj = scan.parse(line_no, line)
         if not isinstance(obj, dict):
@@ -358,39 +358,39 @@ def _load_json_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     return unit
 
 
-def _decision_from_head(head: bytes) -> str:
-    """The decision of a line skipped unparsed, from the types in its head."""
+def _skipped(head: bytes, *, always: bool = False) -> str | None:
+    """The decision of a line not :func:`_may_hold_prose_or_meta`, from the types in its
+    head (of any line, ``always``: one whose rest was not held); None: it is to be parsed.
+    One look at the head serves both questions."""
     found = _TYPE.search(head)
     if found is None:
-        return UNKNOWN
-    kind = found.group(1).decode()
-    payload = _PAYLOAD_TYPE.search(head)
-    inner = payload.group(1).decode() if payload is not None else None
-    if kind == "response_item":
-        decision = _RESPONSE_ITEMS.get(inner or "", UNKNOWN)
+        return UNKNOWN if always else None  # a legacy meta line, or an unknown shape: parse it
+    kind = found.group(1)
+    if kind == b"response_item" or kind == b"event_msg":
+        payload = _PAYLOAD_TYPE.search(head)
+        inner = payload.group(1) if payload is not None else None
+        if not always and (
+            inner is None or inner == (b"message" if kind == b"response_item" else b"thread_rolled_back")
+        ):
+            return None
+        name = inner.decode() if inner is not None else ""
+        if kind == b"event_msg":
+            return _EVENTS.get(name, UNKNOWN)
+        decision = _RESPONSE_ITEMS.get(name, UNKNOWN)
         return decision if decision is not None else UNKNOWN
-    if kind == "event_msg":
-        return _EVENTS.get(inner or "", UNKNOWN)
-    if kind in _ROLLOUT_ITEMS:
-        return _ROLLOUT_ITEMS[kind]
-    decision = _RESPONSE_ITEMS.get(kind, UNKNOWN)  # a legacy bare item
+    if not always and kind in (b"session_meta", b"message"):
+        return None
+    name = kind.decode()
+    if name in _ROLLOUT_ITEMS:
+        return _ROLLOUT_ITEMS[name]
+    decision = _RESPONSE_ITEMS.get(name, UNKNOWN)  # a legacy bare item
     return decision if decision is not None else UNKNOWN
 
 
 def _may_hold_prose_or_meta(head: bytes) -> bool:
     """False for lines the head shows to be events, reasoning, tool calls or
     tool output — most of a rollout's bytes. Rollback events are read."""
-    found = _TYPE.search(head)
-    if found is None:
-        return True  # a legacy meta line, or an unknown shape: parse it
-    kind = found.group(1)
-    if kind == b"response_item" or kind == b"event_msg":
-        payload_type = _PAYLOAD_TYPE.search(head)
-        if payload_type is None:
-            return True
-        inner = payload_type.group(1)
-        return inner == b"message" if kind == b"response_item" else inner == b"thread_rolled_back"
-    return kind in (b"session_meta", b"message")
+    return _skipped(head) is None
 
 
 def _prose_of(item: dict[str, Any]) -> str:

@@ -247,3 +247,62 @@ def test_prompt_with_an_inline_screenshot_over_the_line_limit_keeps_its_text(tmp
     assert [r.text for r in unit.records] == ["Why is this button misaligned?", "The flex gap is missing."]
     assert unit.decisions["binary_dropped"] == 1
     assert unit.error == ""
+
+
+def _decision_by_searches(head: bytes) -> str:
+    """The decision of a skipped line as the reader took it before the one look (_skipped)."""
+    found = codex._TYPE.search(head)
+    if found is None:
+        return codex.UNKNOWN
+    kind = found.group(1).decode()
+    payload = codex._PAYLOAD_TYPE.search(head)
+    inner = payload.group(1).decode() if payload is not None else None
+    if kind == "response_item":
+        decision = codex._RESPONSE_ITEMS.get(inner or "", codex.UNKNOWN)
+        return decision if decision is not None else codex.UNKNOWN
+    if kind == "event_msg":
+        return codex._EVENTS.get(inner or "", codex.UNKNOWN)
+    if kind in codex._ROLLOUT_ITEMS:
+        return codex._ROLLOUT_ITEMS[kind]
+    decision = codex._RESPONSE_ITEMS.get(kind, codex.UNKNOWN)
+    return decision if decision is not None else codex.UNKNOWN
+
+
+def _parsed_by_searches(head: bytes) -> bool:
+    found = codex._TYPE.search(head)
+    if found is None:
+        return True
+    kind = found.group(1)
+    if kind in (b"response_item", b"event_msg"):
+        inner = codex._PAYLOAD_TYPE.search(head)
+        if inner is None:
+            return True
+        return inner.group(1) == (b"message" if kind == b"response_item" else b"thread_rolled_back")
+    return kind in (b"session_meta", b"message")
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        *codex._RESPONSE_ITEMS,
+        *codex._EVENTS,
+        *codex._ROLLOUT_ITEMS,
+        "message",
+        "thread_rolled_back",
+        "brand_new",
+    ],
+)
+def test_one_look_at_a_head_decides_as_the_searches(kind: str) -> None:
+    heads = [
+        f'{{"timestamp":"t","type":"{kind}","payload":{{"type":"x"}}}}',
+        f'{{"timestamp":"t","type":"response_item","payload":{{"type":"{kind}","role":"user"}}}}',
+        f'{{"timestamp":"t","type":"event_msg","payload":{{"type":"{kind}"}}}}',
+        f'{{"timestamp":"t","type":"response_item","payload":{{"id":"{kind}"}}}}',
+        f'{{"type":"{kind}","role":"assistant","content":[]}}',
+        f'{{"id":"{kind}","timestamp":"t"}}',
+    ]
+    for head in (h.encode() for h in heads):
+        parsed = _parsed_by_searches(head)
+        assert codex._may_hold_prose_or_meta(head) == parsed, head
+        assert codex._skipped(head) == (None if parsed else _decision_by_searches(head)), head
+        assert codex._skipped(head, always=True) == _decision_by_searches(head), head
