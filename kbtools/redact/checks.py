@@ -662,6 +662,21 @@ def _is_private_name(name: str) -> bool:
     return len(name) >= 3 and name.lower() not in _GENERIC_ACCOUNTS
 
 
+# What the home-directory patterns cannot match without, lower-cased: the private-name rule's keywords.
+HOME_KEYWORDS = ("/home/", "/users/", ":\\", ":/users")
+
+
+def configured_names(config: RedactionConfig) -> tuple[str, ...]:
+    """The configured private names, lower-cased: keywords of the private-name rule."""
+    return _standing_names(config.private_names, "")
+
+
+def names_the_account(lower: str, config: RedactionConfig) -> bool:
+    """The (lower-cased) text holds the name of the account running kb, a private name."""
+    account = local_account()
+    return _is_private_name(account) and account.lower() in lower
+
+
 def private_names(text: str, config: RedactionConfig) -> set[str]:
     """Configured names, the local account, and the owners of home directories in ``text``."""
     standing = _standing_names(config.private_names, local_account())
@@ -680,24 +695,39 @@ def find_private_names(text: str, config: RedactionConfig) -> Iterator[tuple[int
     names = private_names(text, config)
     if not names:
         return
-    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    pattern = re.compile(r"(?<![A-Za-z0-9_])(?:" + alternation + r")(?![A-Za-z0-9_])", re.IGNORECASE)
-    for match in pattern.finditer(text):
+    for match in _names_pattern(tuple(sorted(names, key=lambda n: (-len(n), n)))).finditer(text):
         yield match.start(), match.end()
+
+
+@lru_cache(maxsize=256)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of ``names`` (longest first) as a word, case-insensitive."""
+    alternation = "|".join(re.escape(n) for n in names)
+    return re.compile(r"(?<![A-Za-z0-9_])(?:" + alternation + r")(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def configured_domains(config: RedactionConfig) -> tuple[str, ...]:
+    """The configured private domains, lower-cased: the private-domain rule's keywords."""
+    return tuple(d.strip(".").lower() for d in config.private_domains if d.strip("."))
 
 
 def find_private_domains(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
-    domains = [d.strip(".").lower() for d in config.private_domains if d.strip(".")]
+    domains = configured_domains(config)
     if not domains:
         return
     lower = text.lower()
-    domains = [d for d in domains if d in lower]
+    domains = tuple(d for d in domains if d in lower)
     if not domains:
         return
-    alternation = "|".join(re.escape(d) for d in sorted(domains, key=len, reverse=True))
-    pattern = re.compile(
+    for match in _domains_pattern(tuple(sorted(domains, key=len, reverse=True))).finditer(text):
+        yield match.start(), match.end()
+
+
+@lru_cache(maxsize=256)
+def _domains_pattern(domains: tuple[str, ...]) -> re.Pattern[str]:
+    """A host under any of ``domains`` (longest first), case-insensitive."""
+    alternation = "|".join(re.escape(d) for d in domains)
+    return re.compile(
         r"(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9-]{1,63}\.){0,10}(?:" + alternation + r")(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
         re.IGNORECASE,
     )
-    for match in pattern.finditer(text):
-        yield match.start(), match.end()

@@ -32,14 +32,17 @@ import hashlib
 import json
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
 from kbtools.config import RedactionConfig
 from kbtools.redact.checks import (
+    HOME_KEYWORDS,
     Candidate,
     command_line_password,
+    configured_domains,
+    configured_names,
     email_not_a_file,
     file_url_not_public,
     find_private_domains,
@@ -51,6 +54,7 @@ from kbtools.redact.checks import (
     is_placeholder_token,
     is_reference,
     login_at_host,
+    names_the_account,
     not_a_word,
     not_public_path,
     private_ipv6,
@@ -91,7 +95,7 @@ _LOCAL_START = r"(?:(?<![A-Za-z0-9_.%+\\-])|(?<=\\[nrt]))"  # an e-mail's local 
 _LOGIN_START = r"(?:(?<![A-Za-z0-9_.%+@\\-])|(?<=\\[nrt]))"
 
 Accept = Callable[[Candidate, RedactionConfig], bool]
-Finder = Callable[[str, RedactionConfig], Iterator[tuple[int, int]]]
+Finder = Callable[[str, RedactionConfig], Iterable[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -100,17 +104,24 @@ class Rule:
     placeholder: str
     category: str
     description: str
-    keywords: tuple[str, ...]  # lower-case; () = always run
+    keywords: tuple[str, ...]  # lower-case; () = always run (unless config_keywords)
     pattern: str | None = None  # named groups in `groups` mark the secret; else the whole match
     groups: tuple[str, ...] = ()
     accept: Accept | None = None  # (candidate, config) → keep this hit?
     finder: Finder | None = None  # instead of a pattern, for what a regex cannot do linearly
+    # Keywords the configuration adds (configured names, domains), lower-case: a rule with these
+    # runs only when one of them or of ``keywords`` occurs — never when there are none.
+    config_keywords: Callable[[RedactionConfig], tuple[str, ...]] | None = None
+    # (lower-cased text, config) → run the rule whatever its keywords say: what can change while a
+    # process runs (the account running kb), asked of every text.
+    woken_by: Callable[[str, RedactionConfig], bool] | None = None
     # Anchored rules try their regex only where a keyword occurs, backed up over these
     # characters (to the start of a name, a local part, an address): far cheaper than a
     # scan that must try every letter. None: scan the whole text.
     anchor: str | None = None
     trim: str = ""  # trailing characters dropped from a hit (sentence punctuation after a path)
     json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
+    dotted_name: bool = False  # an assignment's name goes on after a dot (`sonar.login`)
     true_positives: tuple[tuple[str, str], ...] = ()  # (text, the secret that must disappear)
     false_positives: tuple[str, ...] = ()
     sample_config: tuple[tuple[str, tuple[str, ...]], ...] = ()  # RedactionConfig fields the samples need
@@ -831,6 +842,7 @@ RULES: tuple[Rule, ...] = (
         groups=_VALUE_GROUPS,
         accept=is_credential_value,
         json_quote=True,
+        dotted_name=True,
         true_positives=(
             ("sonar.login=" + fill(40, 5, "0123456789abcdef"), fill(40, 5, "0123456789abcdef")),
             ("mvn sonar:sonar -Dsonar.token=sqp_" + fill(40, 1, "0123456789abcdef"), fill(40, 1, "0123456789abcdef")),
@@ -896,7 +908,9 @@ RULES: tuple[Rule, ...] = (
         description="a person's name as a word: `redaction.private_names`, the account running kb, and the owner "
         "of any `/home/<name>`, `/Users/<name>`, `C:\\Users\\<name>` in the same text (not generic accounts "
         "such as root, runner, ubuntu, dev)",
-        keywords=(),
+        keywords=HOME_KEYWORDS,
+        config_keywords=configured_names,
+        woken_by=names_the_account,
         finder=find_private_names,
         true_positives=(
             ("cd /home/alicia/app; alicia approved it", "alicia"),
@@ -911,6 +925,7 @@ RULES: tuple[Rule, ...] = (
         category=HOST_CATEGORY,
         description="any host under `redaction.private_domains` (e.g. the company's own domain)",
         keywords=(),
+        config_keywords=configured_domains,
         finder=find_private_domains,
         true_positives=(("deploy to build-7.eu.acme-corp.example now", "build-7"),),
         false_positives=("acme-corp.example.org is someone else", "see example.com"),

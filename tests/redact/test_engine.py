@@ -234,7 +234,7 @@ def test_anchored_rules_find_what_a_full_scan_finds(text):
     scanned = [
         span for index, rule in enumerate(redactor.rules) for span in redactor._rule_spans(text, None, index, rule)
     ]
-    found = list(redactor._raw_spans(text, tuple(range(len(redactor.rules)))))
+    found = redactor._raw_spans(text)
     assert (redactor._merge(found) if found else []) == (redactor._merge(scanned) if scanned else [])
 
 
