@@ -174,7 +174,7 @@ def top_words(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
         # filtering commutes with the stable sort, so the sort runs in C over all
         # of them and Python looks only at the top until limit + 8 words pass.
         top = []
-        for token, _ in sorted(distinct.items(), key=itemgetter(1), reverse=True):
+        for token in sorted(distinct, key=distinct.__getitem__, reverse=True):  # keys: no pair made per token
             if len(token) > 2 and token not in STOPWORDS:
                 top.append(token)
                 if len(top) == limit + 8:
@@ -216,10 +216,12 @@ class NoteIndex(NamedTuple):
         return cls({word: tuple(sorted(slugs)) for word, slugs in index.items()})
 
     def match(self, words: Iterable[str]) -> list[str]:
-        scores: Counter[str] = Counter()
+        if not self.by_keyword:
+            return []
+        scores: dict[str, int] = {}
         for word in words:
             for slug in self.by_keyword.get(word, ()):
-                scores[slug] += 1
+                scores[slug] = scores.get(slug, 0) + 1
         ranked = sorted((-score, slug) for slug, score in scores.items() if score >= NOTE_MIN_OVERLAP)
         return [slug for _, slug in ranked[:NOTE_MATCHES]]
 
@@ -278,8 +280,10 @@ def build_candidates(
         if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
             continue
         goal = next((r.text for r in turn if r.role == "user"), "")  # the turn's prompt
-        for chunk_index, chunk in enumerate(_chunks(turn, max_candidate)):
-            text = "\n".join(render(r.role, piece) for r, piece in chunk)
+        # A turn that fits is one chunk of its records as they are (what _chunks makes of it).
+        fits = len(whole) <= max_candidate and all(r.text for r in turn)
+        for chunk_index, chunk in enumerate([[(r, r.text) for r in turn]] if fits else _chunks(turn, max_candidate)):
+            text = whole if fits else "\n".join(render(r.role, piece) for r, piece in chunk)
             if len(text) > budget:
                 return out, True
             budget -= len(text)

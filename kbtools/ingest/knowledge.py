@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cache
@@ -89,7 +89,8 @@ _WORD_SET = frozenset(term for term, uses in _TERMS.items() if any(kind == _WORD
 
 
 @cache
-def _term_automaton() -> tuple[Any, tuple[str, ...], tuple[list[tuple[int, int]], ...]]:
+def _term_automaton() -> tuple[Any, tuple[str, ...], tuple[list[tuple[int, int]], ...], frozenset[int]]:
+    """(automaton, the terms, each one's uses, the numbers of those that may overlap themselves)."""
     import ahocorasick_rs
 
     names = tuple(_TERMS)
@@ -97,11 +98,9 @@ def _term_automaton() -> tuple[Any, tuple[str, ...], tuple[list[tuple[int, int]]
     automaton = ahocorasick_rs.AhoCorasick(
         list(names), matchkind=ahocorasick_rs.MatchKind.Standard, implementation=ahocorasick_rs.Implementation.DFA
     )
-    return automaton, names, tuple(_TERMS[name] for name in names)
-
-
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
+    # A term overlaps an occurrence of itself only if it begins as it ends ("timeout").
+    bordered = frozenset(i for i, t in enumerate(names) if any(t[:k] == t[-k:] for k in range(1, len(t))))
+    return automaton, names, tuple(_TERMS[name] for name in names), bordered
 
 
 def _term_hits(
@@ -113,19 +112,22 @@ def _term_hits(
     holding it, if known (a word not in this message then finds nothing). With
     ``spans`` (see :func:`_chunk_sentence_fields`) and no ``present``, ``low`` is a
     rendered chunk and each piece is a message of its own to that test."""
-    automaton, names, uses = _term_automaton()
+    automaton, names, uses, bordered = _term_automaton()
     hits: list[tuple[int, int]] = []
     taken_to: dict[int, int] = {}  # term → the end of its last occurrence taken
     size = len(low)
     starts = [start for _, start, _ in spans]
     in_piece: dict[int, set[str]] = {}  # a piece's number → the term words among its words
     for term, pos, end in automaton.find_matches_as_indexes(low, overlapping=True):
-        if pos < taken_to.get(term, 0):
-            continue
-        taken_to[term] = end
+        if term in bordered:
+            if pos < taken_to.get(term, 0):
+                continue
+            taken_to[term] = end
         for kind, field_no in uses[term]:
+            # A word character (alphanumeric or "_") next to it: no word, no phrase, no word ending.
             if kind != _MARK and (
-                (end < size and _is_word_char(low[end])) or (kind != _SUFFIX and pos and _is_word_char(low[pos - 1]))
+                (end < size and ((c := low[end]).isalnum() or c == "_"))
+                or (kind != _SUFFIX and pos and ((c := low[pos - 1]).isalnum() or c == "_"))
             ):
                 continue
             if kind == _WORD:
@@ -144,37 +146,22 @@ def _term_hits(
     return hits
 
 
-class _Sentences:
-    """Where the sentences of one text start and end: its delimiters found once,
-    then each lookup is a bisection (not seven scans per term hit)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.size = len(text)
-        self.at: list[int] = []  # delimiter offsets, ascending (found by str.find: twice as fast as `re`)
-        for mark in _ASCII_BREAKS if text.isascii() else _SENTENCE_BREAKS:
-            pos = text.find(mark)
-            while pos >= 0:
-                self.at.append(pos)
-                pos = text.find(mark, pos + 1)
-        self.at.sort()
-
-    def around(self, pos: int) -> tuple[int, int]:
-        """(start, end) of the sentence holding ``pos``: after the last delimiter that
-        ends at or before it, up to the first delimiter at or after it."""
-        k = bisect_right(self.at, pos - 1)
-        start = 0
-        # A delimiter starting just before pos may end after it (". " at pos - 1);
-        # the one before it ends in time, and no earlier one ends later.
-        # (". " is two characters long, the other delimiters one.)
-        for j in (k - 1, k - 2):
-            if j >= 0 and (after := self.at[j] + (2 if self.text[self.at[j]] in ".!?" else 1)) <= pos:
-                start = after
-                break
-        k = bisect_left(self.at, pos)
-        if k == len(self.at):
-            return start, self.size
-        return start, self.at[k] + (self.text[self.at[k]] != "\n")  # a newline is not in the sentence
+def _sentence(text: str, pos: int, lo: int, hi: int, marks: Sequence[str]) -> tuple[int, int]:
+    """(start, end) of the sentence of ``text[lo:hi]`` holding ``pos``: after the last
+    delimiter that ends at or before it, up to the first delimiter at or after it (its
+    first character in the sentence unless a newline). Each delimiter is looked for
+    once each way by str.find, only as far as the nearest one found so far."""
+    start = lo
+    for mark in marks:
+        at = text.rfind(mark, max(lo, start - len(mark) + 1), pos)
+        if at >= 0:
+            start = at + len(mark)
+    end = hi
+    for mark in marks:
+        at = text.find(mark, pos, min(end + len(mark) - 1, hi))
+        if at >= 0:
+            end = at
+    return start, (end + (text[end] != "\n") if end < hi else hi)
 
 
 ENVIRONMENTS = {
@@ -271,19 +258,22 @@ def _sentences_of(
     sentences: dict[int, tuple[int, set[int]]] = {}
     end = -1
     start = 0
-    bounds: _Sentences | None = None
+    marks = _ASCII_BREAKS if text.isascii() else _SENTENCE_BREAKS
     spans_left = iter(spans)
     role, first, last = next(spans_left)
+    lo = first  # where the sentence of the next hit starts at the earliest
     for pos, field_no in hits:
         while pos >= last:
             role, first, last = next(spans_left)
+            lo = first
         if pos < first or (field_no == _USER_ONLY and role != "user"):
             continue
         if pos >= end:
-            bounds = bounds or _Sentences(text)
-            start, end = bounds.around(pos)
-            start = max(start, first)
-            end = max(min(end, last), pos + 1)
+            start, end = _sentence(text, pos, lo, last, marks)
+            end = max(end, pos + 1)
+            # A later hit's sentence starts here or after: the delimiter ending here
+            # ends before that hit too, and no other starts before it ends (none overlap).
+            lo = start
         sentences.setdefault(start, (end, set()))[1].add(field_no)
     return [(start, end, found) for start, (end, found) in sorted(sentences.items())]
 

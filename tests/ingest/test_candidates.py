@@ -349,3 +349,44 @@ def test_summary_fingerprint_and_fence_bodies_are_as_defined(text: str) -> None:
         )
         assert candidates._summary(sample) == " ".join(sample.split())[: candidates.SUMMARY_CHARS]
         assert dedup._fence_bodies(sample) == dedup._FENCE_BODY.findall(sample)
+
+
+def _sentence_fields_by_definition(pieces: list[tuple[str, str]], present: set[str] | None) -> dict[str, list[str]]:
+    """Message by message: a term hit's sentence runs from the end of the last delimiter
+    ending at or before it to the first delimiter at or after it (a hit inside the
+    sentence before keeps that one); the first field with room takes it."""
+    from kbtools.ingest import knowledge
+
+    fields: dict[str, list[str]] = {name: [] for name, _ in knowledge.SENTENCE_FIELDS}
+    for role, text in pieces:
+        low = text.lower()
+        if len(low) != len(text):
+            text = low
+        breaks = [(at, len(m)) for m in knowledge._SENTENCE_BREAKS for at in range(len(text)) if text.startswith(m, at)]
+        sentences: dict[int, tuple[int, set[int]]] = {}
+        start, end = 0, -1
+        for pos, field_no in knowledge._term_hits(low, present):
+            if field_no == knowledge._USER_ONLY and role != "user":
+                continue
+            if pos >= end:
+                start = max([at + n for at, n in breaks if at + n <= pos], default=0)
+                end = min([at + (text[at] != "\n") for at, _ in breaks if at >= pos], default=len(text))
+                end = max(end, pos + 1)
+            sentences.setdefault(start, (end, set()))[1].add(field_no)
+        for start, (end, found) in sorted(sentences.items()):
+            sentence = text[start:end].strip()[: knowledge.SNIPPET_CHARS]
+            for f in sorted(found):
+                bucket = fields[knowledge.SENTENCE_FIELDS[f][0]]
+                if sentence and len(bucket) < knowledge.FIELD_SNIPPETS:
+                    bucket.append(sentence)
+                    break
+    return fields
+
+
+@given(_PIECES)
+def test_sentence_fields_are_found_as_defined(pieces: list[tuple[str, str]]) -> None:
+    from kbtools.ingest import knowledge
+
+    words = set(knowledge.word_list("\n".join(piece for _, piece in pieces).lower()))
+    for present in (None, words & knowledge._WORD_SET):
+        assert knowledge._sentence_fields(pieces, present) == _sentence_fields_by_definition(pieces, present)
