@@ -673,8 +673,13 @@ def configured_names(config: RedactionConfig) -> tuple[str, ...]:
 
 def names_the_account(lower: str, config: RedactionConfig) -> bool:
     """The (lower-cased) text holds the name of the account running kb, a private name."""
-    account = local_account()
-    return _is_private_name(account) and account.lower() in lower
+    name = _private_account(local_account())
+    return bool(name) and name in lower
+
+
+@lru_cache(maxsize=8)
+def _private_account(account: str) -> str:
+    return account.lower() if _is_private_name(account) else ""
 
 
 def private_names(text: str, config: RedactionConfig) -> set[str]:
@@ -691,12 +696,41 @@ def private_names(text: str, config: RedactionConfig) -> set[str]:
     return names
 
 
-def find_private_names(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
+def find_private_names(text: str, config: RedactionConfig) -> list[tuple[int, int]]:
     names = private_names(text, config)
     if not names:
-        return
-    for match in _names_pattern(tuple(sorted(names, key=lambda n: (-len(n), n)))).finditer(text):
-        yield match.start(), match.end()
+        return []
+    ordered = tuple(sorted(names, key=lambda n: (-len(n), n)))
+    if text.isascii() and all(n.isascii() for n in ordered):
+        return _ascii_words(text.lower(), ordered)
+    return [(m.start(), m.end()) for m in _names_pattern(ordered).finditer(text)]
+
+
+_WORD_CHARS = frozenset(string.ascii_lowercase + string.digits + "_")
+
+
+def _ascii_words(lower: str, names: tuple[str, ...]) -> list[tuple[int, int]]:
+    """What ``_names_pattern(names).finditer`` finds in an ASCII text, from ``str.find`` on its
+    lower-cased form (an ASCII name matches it case-insensitively exactly where it occurs there):
+    left to right, at each place the first (longest) name that stands as a word, never overlapping."""
+    at: dict[int, list[str]] = {}
+    for name in names:  # longest first: each place's list keeps the pattern's order
+        pos = lower.find(name)
+        while pos != -1:
+            at.setdefault(pos, []).append(name)
+            pos = lower.find(name, pos + 1)
+    found: list[tuple[int, int]] = []
+    done = 0
+    for pos in sorted(at):
+        if pos < done or (pos > 0 and lower[pos - 1] in _WORD_CHARS):
+            continue
+        for name in at[pos]:
+            end = pos + len(name)
+            if end == len(lower) or lower[end] not in _WORD_CHARS:
+                found.append((pos, end))
+                done = end
+                break
+    return found
 
 
 @lru_cache(maxsize=256)

@@ -60,15 +60,14 @@ class KeywordIndex:
         self._automaton = _automaton(self.multi) if self.multi else None
 
     def present(self, lower: str) -> frozenset[str]:
-        automaton = self._automaton
-        if automaton is not None:
+        if self._automaton is not None:
             multi = self.multi
-            found = {multi[i] for i, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)}
+            found = [multi[i] for i, _, _ in self._automaton.find_matches_as_indexes(lower, True)]
         else:
-            found = {k for k in self.multi if k in lower}
+            found = [k for k in self.multi if k in lower]
         for k in self.single:
             if k in lower:
-                found.add(k)
+                found.append(k)
         return frozenset(found)
 
 
@@ -102,7 +101,8 @@ class Redactor:
             rule.keywords + (rule.config_keywords(config) if rule.config_keywords is not None else ())
             for rule in self.rules
         ]
-        self._keywords = KeywordIndex({k for words in keywords for k in words})
+        requires = {k for rule in self.rules for k in rule.requires}  # looked for, but wake nothing
+        self._keywords = KeywordIndex({k for words in keywords for k in words} | requires)
         # keyword → the rules it wakes; rules without keywords always run. With a few hundred
         # rules, going from the keywords present to their rules beats asking every rule.
         self._always = frozenset(
@@ -110,13 +110,15 @@ class Redactor:
         )
         # Rules that a check of the text wakes as well (what can change while a process runs).
         self._woken_by = tuple((i, rule.woken_by) for i, rule in enumerate(self.rules) if rule.woken_by is not None)
-        by_keyword: dict[str, set[int]] = {}
+        by_keyword: dict[str, set[int]] = {k: set() for k in requires}
         for i, words in enumerate(keywords):
             for k in words:
                 by_keyword.setdefault(k, set()).add(i)
         self._by_keyword = {k: frozenset(v) for k, v in by_keyword.items()}
         # (keywords present, rules woken by checks, secrets only) → the rules to run, in order.
-        self._plans: dict[tuple[frozenset[str], tuple[int, ...], bool], tuple[tuple[int, Rule], ...]] = {}
+        self._plans: dict[
+            tuple[frozenset[str], tuple[int, ...], bool], tuple[tuple[int, Rule, tuple[str, ...]], ...]
+        ] = {}
 
     def __reduce__(self) -> tuple[object, ...]:
         custom = None if self.rules is RULES else self.rules
@@ -203,10 +205,14 @@ class Redactor:
     def _raw_spans(self, text: str, secrets_only: bool = False) -> list[Span]:
         lower = text.lower()
         present = self._keywords.present(lower)
-        woken = tuple(i for i, check in self._woken_by if check(lower, self.config)) if self._woken_by else ()
-        plan = self._plan(present, woken, secrets_only)
-        if not plan:
-            return []
+        config = self.config
+        woken: tuple[int, ...] = ()
+        for i, check in self._woken_by:
+            if check(lower, config):
+                woken += (i,)
+        plan = self._plans.get((present, woken, secrets_only))
+        if plan is None:
+            plan = self._plan(present, woken, secrets_only)
         # Lower-casing can change the length of a few characters (`İ`); then keyword offsets
         # do not map onto the text, and anchored rules fall back to a full scan.
         aligned = lower if len(lower) == len(text) else None
@@ -214,8 +220,11 @@ class Redactor:
         # An earlier rule already took this exact span (a token assigned to a secret name matches
         # several assignment rules): a later one would only lose the tie, so its check is skipped.
         taken: set[tuple[int, int]] = set()
-        for index, rule in plan:
-            found = self._rule_spans(text, aligned, index, rule, taken, present)
+        for index, rule, keywords in plan:
+            if rule.finder is not None:  # (the rules that run on every text are finders: no call more)
+                found = [Span(start, end, index) for start, end in rule.finder(text, config) if end > start]
+            else:
+                found = self._rule_spans(text, aligned, index, rule, taken, keywords)
             if found:
                 spans.extend(found)
                 taken.update((span.start, span.end) for span in found)
@@ -223,8 +232,9 @@ class Redactor:
 
     def _plan(
         self, present: frozenset[str], woken: tuple[int, ...], secrets_only: bool
-    ) -> tuple[tuple[int, Rule], ...]:
-        """The rules to run, in rule order, for these keywords (cached: a handful of sets recur)."""
+    ) -> tuple[tuple[int, Rule, tuple[str, ...]], ...]:
+        """The rules to run, in rule order, each with its keywords that occur (cached: a few
+        hundred sets of keywords recur over a whole store)."""
         key = (present, woken, secrets_only)
         plan = self._plans.get(key)
         if plan is None:
@@ -233,7 +243,12 @@ class Redactor:
                 wanted.update(self._by_keyword[keyword])
             if secrets_only:
                 wanted.intersection_update(self._secret_rules)
-            plan = tuple((i, self.rules[i]) for i in sorted(wanted))
+            rules = self.rules
+            plan = tuple(
+                (i, rules[i], tuple(k for k in rules[i].keywords if k in present))
+                for i in sorted(wanted)
+                if present.issuperset(rules[i].requires)
+            )
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[key] = plan
@@ -246,7 +261,7 @@ class Redactor:
         index: int,
         rule: Rule,
         taken: set[tuple[int, int]] | None = None,
-        present: frozenset[str] | None = None,
+        keywords: tuple[str, ...] | None = None,
     ) -> list[Span]:
         config = self.config
         if rule.finder is not None:
@@ -254,7 +269,7 @@ class Redactor:
         regex = rule.regex
         assert regex is not None
         if rule.anchor is not None and lower is not None:
-            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule, present)
+            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule, keywords)
         else:
             matches = regex.finditer(text)
         spans: list[Span] = []
@@ -330,7 +345,7 @@ _XML_OPEN_BEHIND = 66  # `<` at most this far before a keyword: maybe an XML ele
 
 
 def _anchored_matches(
-    text: str, lower: str, rule: Rule, present: frozenset[str] | None = None
+    text: str, lower: str, rule: Rule, keywords: tuple[str, ...] | None = None
 ) -> Iterator[re.Match[str]]:
     """The matches ``rule.regex.finditer(text)`` would give, tried only at keyword hits.
 
@@ -338,15 +353,15 @@ def _anchored_matches(
     of a name, a local part, an address), where the rule's look-behind can hold; an
     assignment may also start at the opening quote of its key (``"``, ``'``, or JSON-escaped
     ``\\"``), and any token right after a JSON ``\\n``/``\\r``/``\\t``. A run already walked
-    for an earlier hit is not walked again, so a hostile run costs linear time. ``present``:
-    the keywords the text holds, if known (the others are not looked for).
+    for an earlier hit is not walked again, so a hostile run costs linear time. ``keywords``:
+    the rule's keywords the text holds, if known (the others are not looked for).
     """
     assert rule.regex is not None
     back = rule.anchor_set
     assignment = rule.json_quote
     separator = _SEPARATOR_OR_DOT if rule.dotted_name else _SEPARATOR_AHEAD
     starts: set[int] = set()
-    for keyword in rule.keywords if present is None else [k for k in rule.keywords if k in present]:
+    for keyword in rule.keywords if keywords is None else keywords:
         run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:

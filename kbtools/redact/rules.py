@@ -105,6 +105,7 @@ class Rule:
     category: str
     description: str
     keywords: tuple[str, ...]  # lower-case; () = always run (unless config_keywords)
+    requires: tuple[str, ...] = ()  # keywords (of the index) that must all occur too: literals of the pattern
     pattern: str | None = None  # named groups in `groups` mark the secret; else the whole match
     groups: tuple[str, ...] = ()
     accept: Accept | None = None  # (candidate, config) → keep this hit?
@@ -220,6 +221,7 @@ RULES: tuple[Rule, ...] = (
         category=CREDENTIAL,
         description="URL with a userinfo password (`scheme://user:pass@host/…`); the whole URL",
         keywords=("://",),
+        requires=("@",),
         anchor=HOST_CHARS + "+",  # back from `://` over the scheme
         pattern=(
             r"(?<![A-Za-z0-9+.\\-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"

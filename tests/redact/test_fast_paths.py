@@ -111,7 +111,7 @@ def test_configured_names_and_domains_wake_their_rules_and_only_then():
     assert redactor.redact("see the acme corp example").labels == ()
     bare = Redactor()
     assert bare.redact("reviewed by B. KOWALSKI").labels == ()
-    assert not any(rule.id == "private-domain" for _, rule in bare._plan(frozenset(), (), False))
+    assert not any(rule.id == "private-domain" for _, rule, _ in bare._plan(frozenset(), (), False))
 
 
 def test_the_account_is_looked_for_while_the_process_runs(monkeypatch):
@@ -140,3 +140,18 @@ def test_a_dotted_name_and_prose_words_before_punctuation():
         assert secret not in Redactor().redact(text).text, text
     prose = "the tests pass. The key, the token! Is it a secret? keys.py holds the login."
     assert Redactor().redact(prose).text == prose
+
+
+_NAME_PIECES = st.sampled_from(["al", "alice", "ALICE", "Alic", "e", "_", "-", ".", " ", "1", "x", "bob", "o.b", "/"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_NAME_PIECES, max_size=30).map("".join),
+    st.sets(st.sampled_from(["alice", "alic", "bob", "o.b", "lic", "ali"]), min_size=1),
+)
+def test_names_in_ascii_text_are_found_where_the_pattern_finds_them(text, names):
+    from kbtools.redact.checks import _ascii_words, _names_pattern
+
+    ordered = tuple(sorted(names, key=lambda n: (-len(n), n)))
+    assert _ascii_words(text.lower(), ordered) == [(m.start(), m.end()) for m in _names_pattern(ordered).finditer(text)]
