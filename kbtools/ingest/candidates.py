@@ -28,7 +28,7 @@ from kbtools.ingest.control_plane import is_internal_text, technical_signals, wo
 from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
 from kbtools.ingest.knowledge import has_cjk, knowledge_fields, unique
-from kbtools.ingest.rows import Row, ordered
+from kbtools.ingest.rows import FIELDS, CandidateRow, Row
 
 MIN_TURN_CHARS = 120
 SUMMARY_CHARS = 300
@@ -229,14 +229,15 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
-def _summary_and_fingerprint(text: str) -> tuple[str, str]:
-    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)``, with one split of
-    an ASCII text (where NFKC changes nothing and lower-casing commutes with the split),
-    the summary of another from a prefix of it."""
-    if text.isascii():
-        collapsed = " ".join(text.split())
-        return collapsed[:SUMMARY_CHARS], sha256_hex(collapsed.lower())
-    return _summary(text), fingerprint(text)
+_FIELDS = FIELDS[CandidateRow]
+_in_order = itemgetter(*_FIELDS)
+
+
+def _summary_and_fingerprint(text: str, low: str, nfkc: bool) -> tuple[str, str]:
+    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)`` (``low``:
+    ``text.lower()``; ``nfkc``: whether NFKC leaves ``text`` as it is, when its
+    normalised lower case is ``low``)."""
+    return _summary(text), sha256_hex(" ".join(low.split())) if nfkc else fingerprint(text)
 
 
 def _summary(text: str) -> str:
@@ -287,17 +288,17 @@ def build_candidates(
             if len(text) > budget:
                 return out, True
             budget -= len(text)
-            summary, fp = _summary_and_fingerprint(text)
-            # The chunk's word set: the turn's when it is the whole turn. For ASCII text
-            # (NFKC changes nothing) the keyword tokens are the same words, and every
+            low = whole_low if text == whole else text.lower()
+            nfkc = text.isascii() or unicodedata.is_normalized("NFKC", text)
+            summary, fp = _summary_and_fingerprint(text, low, nfkc)
+            # The chunk's word set: the turn's when it is the whole turn. Where NFKC changes
+            # nothing the keyword tokens are the same words, and for ASCII text every
             # word of its pieces (lower-casing is per character).
-            same = text == whole and (text.isascii() or unicodedata.is_normalized("NFKC", text))
-            counts = whole_counts if same else Counter(keyword_tokens(text))
+            counts = whole_counts if text == whole and nfkc else Counter(keyword_tokens(text))
             text_words = whole_words if text == whole else counts.keys() if text.isascii() else None
             piece_words = text_words if text.isascii() else None
             words = top_words(counts)
             matches = notes.match(words)
-            low = whole_low if text == whole else None
             fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words, low)
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
@@ -335,5 +336,5 @@ def build_candidates(
                 "turn_index": turn_index,
                 "chunk_index": chunk_index,
             }
-            out.append(ordered(row, "candidates"))
+            out.append(dict(zip(_FIELDS, _in_order(row))))  # rows.ordered: these keys, no others
     return out, False

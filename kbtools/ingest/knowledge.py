@@ -123,7 +123,7 @@ def _term_hits(
             if pos < taken_to.get(term, 0):
                 continue
             taken_to[term] = end
-        for kind, field_no in uses[term]:
+        for kind, field_no in uses[term]:  # mostly one
             # A word character (alphanumeric or "_") next to it: no word, no phrase, no word ending.
             if kind != _MARK and (
                 (end < size and ((c := low[end]).isalnum() or c == "_"))
@@ -258,7 +258,7 @@ def _sentences_of(
     sentences: dict[int, tuple[int, set[int]]] = {}
     end = -1
     start = 0
-    marks = _ASCII_BREAKS if text.isascii() else _SENTENCE_BREAKS
+    marks = [mark for mark in (_ASCII_BREAKS if text.isascii() else _SENTENCE_BREAKS) if mark in text]
     spans_left = iter(spans)
     role, first, last = next(spans_left)
     lo = first  # where the sentence of the next hit starts at the earliest
@@ -333,7 +333,9 @@ def _version_names() -> Any:
     """An automaton of the names a ``_VERSIONS_LOW`` match starts with."""
     import ahocorasick_rs
 
-    return ahocorasick_rs.AhoCorasick(_VERSION_NAMES, matchkind=ahocorasick_rs.MatchKind.Standard)
+    return ahocorasick_rs.AhoCorasick(
+        _VERSION_NAMES, matchkind=ahocorasick_rs.MatchKind.Standard, implementation=ahocorasick_rs.Implementation.DFA
+    )
 
 
 def _spans(pieces: Sequence[tuple[str, str]]) -> list[tuple[str, int, int]]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -305,7 +306,7 @@ def test_knowledge_terms_and_versions_are_found_as_defined(text: str) -> None:
 # lower case is longer ("İ") or depends on its neighbours ("Σ"), fences and commands.
 _PIECE = st.lists(
     st.sampled_from(["try", "fix", "the fix", "root cause", "TypeError", "when", "did not work", "Python 3.11"])
-    | st.sampled_from(["“try”", "try\x1b", "ΣΑΣ", "İ", "é", "原因", "问题？", "?", "x"])
+    | st.sampled_from(["“try”", "try\x1b", "ΣΑΣ", "İ", "é", "e\u0301", "ﬁx", "原因", "问题？", "?", "x"])
     | st.sampled_from([" ", "\n", ". ", "! ", "? ", "。", "\t", "  ", "```py\n", "```", "$ pnpm test", "\n  git log"]),
     max_size=40,
 ).map("".join)
@@ -343,10 +344,10 @@ def test_summary_fingerprint_and_fence_bodies_are_as_defined(text: str) -> None:
     from kbtools.ingest import candidates, dedup
 
     for sample in (text, text * 40, text.encode("ascii", "ignore").decode() * 40):
-        assert candidates._summary_and_fingerprint(sample) == (
-            " ".join(sample.split())[: candidates.SUMMARY_CHARS],
-            fingerprint(sample),
-        )
+        expected = (" ".join(sample.split())[: candidates.SUMMARY_CHARS], fingerprint(sample))
+        nfkc = unicodedata.is_normalized("NFKC", sample)
+        assert candidates._summary_and_fingerprint(sample, sample.lower(), nfkc) == expected
+        assert candidates._summary_and_fingerprint(sample, sample.lower(), False) == expected
         assert candidates._summary(sample) == " ".join(sample.split())[: candidates.SUMMARY_CHARS]
         assert dedup._fence_bodies(sample) == dedup._FENCE_BODY.findall(sample)
 
