@@ -399,6 +399,14 @@ def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
     """A random-looking value under a secret-ish name; a hex digest or UUID only under a name that
     holds key material (`ENCRYPTION_KEY`, not `cache_key`, `sha256`, `commit`)."""
     value = hit.value
+    # The value's shape first: most values under such names (`token = parse_record`) fail it,
+    # and it is the cheapest of the checks (all of them must hold; none has a side effect).
+    hexish = _HEX_OR_UUID.fullmatch(value) is not None
+    if hexish:
+        if len(value) < 16 or shannon_entropy(value) < 2.5:
+            return False
+    elif not is_high_entropy(value):
+        return False
     name = hit.group("name")
     low = name.lower()
     if (
@@ -411,9 +419,7 @@ def secret_name_high_entropy(hit: Candidate, config: RedactionConfig) -> bool:
         return False
     if not is_credential_value(hit, config):
         return False
-    if _HEX_OR_UUID.fullmatch(value):
-        return len(value) >= 16 and name_holds_key_material(name) and shannon_entropy(value) >= 2.5
-    return is_high_entropy(value)
+    return not hexish or name_holds_key_material(name)
 
 
 # Top folders of paths that are not system paths (those are config.public_path_prefixes).

@@ -360,16 +360,15 @@ def _anchored_matches(
     back = rule.anchor_set
     assignment = rule.json_quote
     separator = _SEPARATOR_OR_DOT if rule.dotted_name else _SEPARATOR_AHEAD
+    # An XML element's value ends before a `</`: the last one bounds where `<name>` can start.
+    closes = text.rfind("</") if assignment else -1
     starts: set[int] = set()
     for keyword in rule.keywords if keywords is None else keywords:
         run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:
-            if (
-                assignment
-                and separator.match(text, hit + len(keyword)) is None
-                and text.find("<", max(0, hit - _XML_OPEN_BEHIND), hit + 1) == -1
-            ):
+            bound = not assignment or separator.match(text, hit + len(keyword)) is not None
+            if not bound and (closes < 0 or text.find("<", max(0, hit - _XML_OPEN_BEHIND), hit + 1) == -1):
                 hit = lower.find(keyword, hit + len(keyword))  # a word in prose, not a name being assigned
                 continue
             pos, limit = hit, max(0, hit - _WALK_LIMIT)
@@ -387,9 +386,15 @@ def _anchored_matches(
                     starts.add(pos)
                 pos -= 1
             run_starts[hit] = run_start
-            if run_start >= 0:
+            if run_start < 0:
+                pass
+            elif not bound:
+                # No binding after the name: only an XML element `<name …>value</` can hold it.
+                if run_start > 0 and text[run_start - 1] == "<" and closes >= run_start:
+                    starts.add(run_start - 1)
+            else:
                 starts.add(run_start)
-                if assignment and run_start > 0 and text[run_start - 1] == "<":
+                if assignment and run_start > 0 and text[run_start - 1] == "<" and closes >= run_start:
                     starts.add(run_start - 1)
                 if assignment and run_start > 0 and text[run_start - 1] in "\"'":
                     starts.add(run_start - 1)

@@ -68,7 +68,11 @@ _QUOTES = st.sampled_from(["", "", '"', "'", '\\"'])
 _ASSIGNMENTS = st.tuples(_QUOTES, st.sampled_from(_NAMES), _QUOTES, st.sampled_from(_BINDINGS), _QUOTES, _VALUES).map(
     lambda t: t[0] + t[1] + t[0] + t[3] + t[4] + t[5] + t[4]
 )
-texts = st.lists(st.one_of(_PIECES, _VALUES, _ASSIGNMENTS), max_size=40).map("".join)
+# An XML element whose name holds a keyword: no binding after the name, only `<name>value</`.
+_ELEMENTS = st.tuples(st.sampled_from(_NAMES), st.sampled_from(["", " ", "\n  ", ' id="1"']), _VALUES).map(
+    lambda t: f"<{t[0]}{t[1]}>{t[1].strip()}{t[2]}</{t[0]}>"
+)
+texts = st.lists(st.one_of(_PIECES, _VALUES, _ASSIGNMENTS, _ELEMENTS), max_size=40).map("".join)
 
 
 def _long_way(redactor: Redactor, text: str, secrets_only: bool = False) -> list[Span]:
@@ -136,6 +140,8 @@ def test_a_dotted_name_and_prose_words_before_punctuation():
         (f"mvn -Dsonar.token={value}", value),
         (f'{{"db_pass": "{value}"}}', value),
         (f"api_key .= '{value}'", value),
+        (f"<api_key>{value}</api_key>", value),
+        (f"Result<Vec<Key>> and <secret_token>\n  {value}\n</secret_token>", value),
     ):
         assert secret not in Redactor().redact(text).text, text
     prose = "the tests pass. The key, the token! Is it a secret? keys.py holds the login."
