@@ -153,6 +153,7 @@ _SEPARATOR_BYTES = b".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"
 # lookup on non-ASCII text (about 30 MB/s here), bytes.translate is a table. No
 # UTF-8 multi-byte sequence contains an ASCII byte, so the result is the same.
 _BYTE_SEPARATORS = bytes.maketrans(_SEPARATOR_BYTES, b" " * len(_SEPARATOR_BYTES))
+SEPARATORS = frozenset(_SEPARATOR_BYTES.decode("ascii"))
 
 
 def word_list(low: str) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import Any
 
-from kbtools.ingest.control_plane import word_list, words_of
+from kbtools.ingest.control_plane import SEPARATORS, word_list, words_of
 
 SNIPPET_CHARS = 500
 USER_GOAL_CHARS = 1_200
@@ -132,18 +132,28 @@ def _term_hits(
                 continue
             if kind == _WORD:
                 here = present
-                if here is None and starts:
+                if here is None and _is_token(low, pos, end):
+                    pass  # this occurrence is a word of the message itself
+                elif here is None and starts:
                     k = max(bisect_right(starts, pos) - 1, 0)
                     here = in_piece.get(k)
                     if here is None:
                         here = in_piece[k] = set(word_list(low[starts[k] : spans[k][2]])) & _WORD_SET
                 elif here is None:
                     present = here = set(word_list(low)) & _WORD_SET
-                if names[term] not in here:
+                if here is not None and names[term] not in here:
                     continue
             hits.append((pos, field_no))
     hits.sort()
     return hits
+
+
+def _is_token(low: str, pos: int, end: int) -> bool:
+    """Whether ``low[pos:end]`` (word characters) is one of :func:`word_list`'s words of
+    ``low``: whitespace, a separator or the text's edge on either side."""
+    before = low[pos - 1] if pos else " "
+    after = low[end] if end < len(low) else " "
+    return (before.isspace() or before in SEPARATORS) and (after.isspace() or after in SEPARATORS)
 
 
 def _sentence(text: str, pos: int, lo: int, hi: int, marks: Sequence[str]) -> tuple[int, int]:

@@ -272,7 +272,9 @@ _PROSE = st.lists(
     st.sampled_from(
         ["fix", "the", "Python 3.11", "node.js 20", "pythonpython3", "root cause", "TypeError", "_fix", "xroot cause"]
     )
-    | st.sampled_from([" ", "  ", "\n", "\t\t", " " * 700, ". ", "? ", "-", "错误", "问题？", "x"]),
+    | st.sampled_from(
+        [" ", "  ", "\n", "\t\t", " " * 700, ". ", "? ", "-", "错误", "问题？", "“", "\x1b", "\u3000", "x"]
+    ),
     max_size=60,
 ).map("".join)
 
