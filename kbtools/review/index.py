@@ -606,10 +606,11 @@ def _cluster_counts(con: sqlite3.Connection) -> tuple[int, int]:
 
 
 def _parse_candidate(line: bytes) -> Row | None:
-    """A candidate row, or None for a malformed line (skipped, as every ledger reader does)."""
-    from kbtools.ingest.rows import decode
+    """A candidate row's indexed fields, or None for a malformed line (skipped, as every
+    ledger reader does)."""
+    from kbtools.review.rows import indexed_fields
 
-    return decode(line, "candidates")
+    return indexed_fields(line)
 
 
 def _delete(con: sqlite3.Connection, table: str, ids: Sequence[int]) -> None:

@@ -1,0 +1,98 @@
+"""The search index's fast paths give what the slow ones do: msgspec's reading of a candidate
+line (kbtools.review.rows.indexed_fields) skips exactly the lines kbtools.ingest.rows.decode
+finds malformed and reads the same values."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtools.ingest.rows import CandidateRow, as_json, decode, dumps
+from kbtools.review.rows import INDEXED_FIELDS, indexed_fields
+
+BASE = as_json(
+    CandidateRow(
+        candidate_id="c" * 64,
+        source_key="s" * 64,
+        text="The build fails: error TS2307.",
+        fingerprint="f" * 64,
+        topic="typescript / build",
+        user_goal="Fix the build",
+        error_messages=["error TS2307"],
+        tool="codex",
+        decision="keep",
+    )
+)
+FIELD_NAMES = sorted(BASE)
+TEXT = st.text(st.characters(codec=None), max_size=12)  # lone surrogates too
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(1 << 70), max_value=1 << 70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def expected(line: bytes) -> dict[str, Any] | None:
+    row = decode(line, "candidates")
+    return None if row is None else {name: row[name] for name in INDEXED_FIELDS if name in row}
+
+
+def same_values(a: object, b: object) -> bool:
+    """Equal, NaN included (json gives a NaN where the line has one)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) and type(a) is type(b)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    changes=st.lists(st.tuples(st.sampled_from([*FIELD_NAMES, "extra"]), JSON_VALUES), max_size=3),
+    dropped=st.lists(st.sampled_from(FIELD_NAMES), max_size=2),
+    ascii_only=st.booleans(),
+    cut=st.none() | st.integers(min_value=0, max_value=400),
+    junk=st.binary(max_size=3),
+)
+def test_msgspec_reads_a_candidate_line_as_decode_does(
+    changes: list[tuple[str, object]], dropped: list[str], ascii_only: bool, cut: int | None, junk: bytes
+) -> None:
+    obj: dict[str, object] = dict(BASE)
+    for name, value in changes:
+        obj[name] = value
+    for name in dropped:
+        obj.pop(name, None)
+    text = json.dumps(obj, ensure_ascii=ascii_only, allow_nan=True)
+    line = text.encode("utf-8", "surrogatepass")
+    if cut is not None:
+        line = line[:cut] + junk + line[cut:]
+    want, got = expected(line), indexed_fields(line)
+    assert (want is None) == (got is None)
+    assert same_values(want, got)
+
+
+def test_lines_msgspec_refuses_are_read_by_decode() -> None:
+    good = dumps(BASE)
+    lines = [
+        good,
+        good.replace(b'"confidence":0.0', b'"confidence":NaN'),  # json reads it; msgspec cannot
+        good.replace(b'"topic":"typescript / build"', b'"topic":"\\ud800"'),  # a lone surrogate escape
+        good.replace(b'"confidence":0.0', b'"confidence":1e400'),
+        good.replace(b'"tool":"codex"', b'"tool":"codex","tool":1'),  # the last of two keys wins
+        good.replace(b'"tool":"codex"', b'"tool":1,"tool":"codex"'),
+        good.replace(b'"turn_index":0', b'"turn_index":true'),
+        good.replace(b'"turn_index":0', b'"turn_index":1.0'),
+        good.replace(b'"symptoms":[]', b'"symptoms":{}'),
+        good.replace(b'"symptoms":[]', b'"symptoms":[' + b"[" * 600 + b"]" * 600 + b"]"),
+        good.replace(b'"candidate_id":"' + b"c" * 64 + b'",', b""),
+        b"\xef\xbb\xbf" + good,
+        b"[" + good + b"]",
+        good[:-5],
+        b"",
+    ]
+    for line in lines:
+        assert same_values(expected(line), indexed_fields(line)), line[:80]
+    assert indexed_fields(lines[1]) is not None and indexed_fields(lines[6]) is None
