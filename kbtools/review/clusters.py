@@ -40,11 +40,13 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
+from operator import itemgetter
 
 THRESHOLD = 0.2
 MIN_FEATURES = 8  # fewer content shingles than this: too little to compare
@@ -59,6 +61,7 @@ _FLUSH_AT = 1 << 18  # distinct shingle hashes counted exactly before they go in
 SMALL_LEDGER = 2_000  # up to this many candidates, features are computed once and kept
 SHINGLE_SIZES = (1, 2)
 MIN_WORD = 3
+_second = itemgetter(1)
 PARAMS = {
     "threshold": THRESHOLD,
     "measure": "containment",
@@ -168,26 +171,29 @@ class Table:
     def view(self, feats: Iterable[int]) -> View | None:
         """What placing a candidate needs of its features, or None if too few are not common."""
         counts, slots, cap = self.counts, self.slots, self.cap
-        rated = [(count, h) for h in feats if (count := counts[h % slots]) <= cap]  # feats are distinct
+        # (count, hash) of each feature that is not common, rarest first (feats are distinct:
+        # no two pairs are equal, and sorting them gives what heapq.nsmallest would).
+        rated = sorted([(count, h) for h in feats if (count := counts[h % slots]) <= cap])
         if len(rated) < MIN_FEATURES:
             return None
-        shared = [pair for pair in rated if pair[0] >= 2]
-        voters = [h for _, h in heapq.nsmallest(VOTERS, shared)]
-        return View([h for _, h in rated], frozenset(h for _, h in shared), voters)
+        shared = rated[bisect_left(rated, (2,)) :]
+        return View(
+            list(map(_second, rated)), frozenset(map(_second, shared)), list(map(_second, shared[:VOTERS])), rated
+        )
 
     def keys(self, view: View) -> list[int]:
         """What a leader is posted under: its voters, and its :data:`LATER_KEYS` rarest
         shingles, shared or not yet, by which a candidate added later (a session that repeats
         this one) can still find it."""
-        counts, slots = self.counts, self.slots
-        return sorted({*view.voters, *heapq.nsmallest(LATER_KEYS, view.kept, key=lambda h: (counts[h % slots], h))})
+        return sorted({*view.voters, *map(_second, view.rated[:LATER_KEYS])})
 
 
 @dataclass(frozen=True)
 class View:
-    kept: list[int]  # its shingles that are not common
+    kept: list[int]  # its shingles that are not common, rarest first
     shared: frozenset[int]  # those some other candidate has too
     voters: list[int]  # the rarest of those: they propose the leaders to compare with
+    rated: list[tuple[int, int]]  # (candidates with it, shingle) of each of kept, in its order
 
 
 @dataclass(frozen=True)

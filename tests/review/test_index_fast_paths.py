@@ -1,16 +1,20 @@
 """The search index's fast paths give what the slow ones do: msgspec's reading of a candidate
 line (kbtools.review.rows.indexed_fields) skips exactly the lines kbtools.ingest.rows.decode
-finds malformed and reads the same values."""
+finds malformed and reads the same values; the clusters' view of a candidate is the one
+heapq.nsmallest gave."""
 
 from __future__ import annotations
 
+import heapq
 import json
+from array import array
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtools.ingest.rows import CandidateRow, as_json, decode, dumps
+from kbtools.review import clusters as algo
 from kbtools.review.rows import INDEXED_FIELDS, indexed_fields
 
 BASE = as_json(
@@ -96,3 +100,38 @@ def test_lines_msgspec_refuses_are_read_by_decode() -> None:
     for line in lines:
         assert same_values(expected(line), indexed_fields(line)), line[:80]
     assert indexed_fields(lines[1]) is not None and indexed_fields(lines[6]) is None
+
+
+def reference_view(table: algo.Table, feats: list[int]) -> tuple[list[int], frozenset[int], list[int]] | None:
+    """Table.view as it was written with heapq.nsmallest."""
+    counts, slots, cap = table.counts, table.slots, table.cap
+    rated = [(count, h) for h in feats if (count := counts[h % slots]) <= cap]
+    if len(rated) < algo.MIN_FEATURES:
+        return None
+    shared = [pair for pair in rated if pair[0] >= 2]
+    voters = [h for _, h in heapq.nsmallest(algo.VOTERS, shared)]
+    return [h for _, h in rated], frozenset(h for _, h in shared), voters
+
+
+def reference_keys(table: algo.Table, kept: list[int], voters: list[int]) -> list[int]:
+    counts, slots = table.counts, table.slots
+    return sorted({*voters, *heapq.nsmallest(algo.LATER_KEYS, kept, key=lambda h: (counts[h % slots], h))})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=64),
+    total=st.integers(min_value=0, max_value=900),
+    feats=st.sets(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), max_size=80),
+)
+def test_a_candidates_view_is_the_one_heapq_gave(counts: list[int], total: int, feats: set[int]) -> None:
+    table = algo.Table(array("I", counts), len(counts), total)
+    ordered = sorted(feats)  # features are stored sorted
+    want, got = reference_view(table, ordered), table.view(ordered)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    kept, shared, voters = want
+    assert sorted(got.kept) == sorted(kept) and got.shared == shared and got.voters == voters
+    assert table.keys(got) == reference_keys(table, kept, voters)
