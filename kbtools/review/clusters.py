@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from itertools import chain
+from itertools import chain, islice
 from operator import itemgetter
 
 THRESHOLD = 0.2
@@ -59,6 +59,7 @@ MIN_COMMON = 3
 _DF_SLOTS = 1 << 22  # counts of shingle hashes modulo this (collisions only make a count higher)
 _FLUSH_AT = 1 << 18  # distinct shingle hashes counted exactly before they go into their slots
 SMALL_LEDGER = 2_000  # up to this many candidates, features are computed once and kept
+KEPT_BYTES = 32 << 20  # packed features of a larger ledger kept between its passes, up to this much
 SHINGLE_SIZES = (1, 2)
 MIN_WORD = 3
 _second = itemgetter(1)
@@ -89,13 +90,6 @@ def _stopwords() -> frozenset[bytes]:
     from kbtools.ingest.candidates import STOPWORDS
 
     return frozenset(w.encode() for w in STOPWORDS)
-
-
-def _bounded(items: Iterable[Member], limit: int) -> Iterator[Member]:
-    for count, item in enumerate(items):
-        if count >= limit:
-            return
-        yield item
 
 
 def features(words: Iterable[bytes]) -> frozenset[int]:
@@ -232,6 +226,18 @@ def place(
     return None
 
 
+def _all_packed(head: list[Member], rest: Iterator[Member]) -> list[Member] | None:
+    """``head`` and the members after it, if every one has its features packed and they take
+    no more than :data:`KEPT_BYTES` (a fraction of the ints they unpack to); else None."""
+    kept: list[Member] = []
+    size = 0
+    for member in chain(head, rest):
+        if member.packed is None or (size := size + len(member.packed)) > KEPT_BYTES:
+            return None
+        kept.append(member)
+    return kept
+
+
 @dataclass
 class Clustering:
     """The clusters of a ledger, and what placing later candidates needs: the count table,
@@ -257,20 +263,24 @@ def clusters(members: Callable[[], Iterable[Member]], threshold: float = THRESHO
 def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOLD) -> Clustering:
     """The clusters of the candidates ``members()`` yields in ledger order.
 
-    ``members()`` is called twice (the first pass counts how many candidates each shingle
-    is in), three times for a ledger of more than :data:`SMALL_LEDGER` (whose features are
-    not kept between the passes). A candidate's :data:`VOTERS` rarest shingles that some other candidate has too
-    propose the leaders to compare it with, and the :data:`CHECKED` leaders they name most
-    are compared exactly; a leader keeps only the shingles another candidate has, and its
-    feature count."""
-    head = list(_bounded(members(), SMALL_LEDGER))
+    ``members()`` is called once when the features can be kept between the passes (the first
+    pass counts how many candidates each shingle is in): a ledger of fewer than
+    :data:`SMALL_LEDGER` candidates, or one whose packed features take no more than
+    :data:`KEPT_BYTES`; else three times. A candidate's :data:`VOTERS` rarest shingles that
+    some other candidate has too propose the leaders to compare it with, and the
+    :data:`CHECKED` leaders they name most are compared exactly; a leader keeps only the
+    shingles another candidate has, and its feature count."""
+    found = iter(members())
+    head = list(islice(found, SMALL_LEDGER))
     slots = slots_for(len(head))
     first: list[Collection[int]] = []
+    kept: list[Member] | None = head
     if len(head) < SMALL_LEDGER:  # a small ledger: a small table, its features computed once
         first = [member.features() for member in head]
         feature_sets: Iterable[Collection[int]] = first
     else:
-        feature_sets = (member.features() for member in members())
+        kept = _all_packed(head, found)
+        feature_sets = (member.features() for member in (members() if kept is None else kept))
     # Exact counts first (in C), added into their slots whenever they hold _FLUSH_AT hashes,
     # so memory stays bounded however long the ledger.
     counts = array("I", bytes(4 * slots))
@@ -296,7 +306,7 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
     def posted(voters: list[int]) -> Counter[int]:
         return Counter(chain.from_iterable(postings.get(h, ()) for h in voters))
 
-    for position, member in enumerate(members()):
+    for position, member in enumerate(members() if kept is None else kept):
         view = table.view(first[position] if first else member.features())
         if view is None:
             continue

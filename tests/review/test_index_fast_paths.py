@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import heapq
 import json
+import random
 from array import array
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,3 +137,33 @@ def test_a_candidates_view_is_the_one_heapq_gave(counts: list[int], total: int, 
     kept, shared, voters = want
     assert sorted(got.kept) == sorted(kept) and got.shared == shared and got.voters == voters
     assert table.keys(got) == reference_keys(table, kept, voters)
+
+
+def test_a_ledger_whose_features_are_kept_is_clustered_as_one_read_three_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SMALL_LEDGER, the members read once and kept with their packed features give the
+    clusters the three reads gave."""
+    rng = random.Random(17)
+    vocabulary = [f"word{i}".encode() for i in range(400)]
+    topics = [rng.sample(vocabulary, 30) for _ in range(300)]
+    members = [
+        algo.Member(
+            f"{i:064x}",
+            f"session{i % 700}",
+            [],
+            algo.packed_features([*rng.sample(topics[rng.randrange(300)], 20), *rng.sample(vocabulary, 6)]),
+        )
+        for i in range(algo.SMALL_LEDGER + 500)
+    ]
+    reads: list[int] = []
+
+    def read() -> list[algo.Member]:
+        reads.append(1)
+        return members
+
+    kept = algo.cluster(read)
+    assert len(reads) == 1
+    monkeypatch.setattr(algo, "KEPT_BYTES", 0)
+    reads.clear()
+    again = algo.cluster(read)
+    assert len(reads) == 3
+    assert kept.joined and (kept.joined, kept.leads, kept.table) == (again.joined, again.leads, again.table)
