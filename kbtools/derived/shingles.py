@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from blake3 import blake3
 
@@ -93,7 +93,7 @@ def shingle_hashes(words: Sequence[bytes], n: int = SHINGLE_N) -> list[int]:
     """Hashes of every n-word window of ``words``, in order (repeats kept)."""
     if len(words) < n:
         return []
-    return _window_hashes(word_ids(words), n)
+    return list(_window_hashes(word_ids(words), n))
 
 
 def shingle_hash_set(words: Sequence[bytes], sizes: Iterable[int]) -> set[int]:
@@ -106,11 +106,9 @@ def shingle_hash_set(words: Sequence[bytes], sizes: Iterable[int]) -> set[int]:
     return found
 
 
-def _window_hashes(ids: list[int], n: int) -> list[int]:
+def _window_hashes(ids: list[int], n: int) -> Iterator[int]:
     windows = zip(*(ids[i:] for i in range(n)))
-    if BUILTIN_HASH:
-        return list(map(hash, windows))
-    return [reference_shingle_hash(w) for w in windows]
+    return map(hash, windows) if BUILTIN_HASH else map(reference_shingle_hash, windows)
 
 
 def pack(shingles: Iterable[int]) -> str:

@@ -213,11 +213,7 @@ def place(
     voters to how many; the :data:`CHECKED` named most are compared exactly, and the first
     of them in ledger order from another session that is similar enough is the one.
     ``lead(position)`` is the leader at a position."""
-    best = [
-        position
-        for _, position in sorted([(-count, position) for position, count in votes(view.voters).items()])[:CHECKED]
-    ]
-    for position in sorted(best):
+    for position in _most_voted(votes(view.voters)):
         found = lead(position)
         if found is None or found.kept < MIN_FEATURES or found.session_key == session_key:
             continue
@@ -236,6 +232,18 @@ def _all_packed(head: list[Member], rest: Iterator[Member]) -> list[Member] | No
             return None
         kept.append(member)
     return kept
+
+
+def _most_voted(votes: Mapping[int, int]) -> list[int]:
+    """The :data:`CHECKED` positions with the most votes (the earlier of two with as many), in
+    ledger order: those above the CHECKED-th highest count, then as many of those at it as
+    there is room for (what sorting a (-votes, position) pair per position gave)."""
+    if len(votes) <= CHECKED:
+        return sorted(votes)
+    cut = sorted(votes.values())[-CHECKED]
+    above = [position for position, count in votes.items() if count > cut]
+    at = sorted([position for position, count in votes.items() if count == cut])
+    return sorted(above + at[: CHECKED - len(above)])
 
 
 @dataclass

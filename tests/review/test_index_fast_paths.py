@@ -167,3 +167,24 @@ def test_a_ledger_whose_features_are_kept_is_clustered_as_one_read_three_times(m
     again = algo.cluster(read)
     assert len(reads) == 3
     assert kept.joined and (kept.joined, kept.leads, kept.table) == (again.joined, again.leads, again.table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    votes=st.dictionaries(st.integers(min_value=0, max_value=5000), st.integers(min_value=1, max_value=6), max_size=90)
+)
+def test_the_leaders_compared_are_the_most_voted_then_the_earliest(votes: dict[int, int]) -> None:
+    sorted_pairs = sorted([(-count, position) for position, count in votes.items()])[: algo.CHECKED]
+    assert algo._most_voted(votes) == sorted(position for _, position in sorted_pairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.sampled_from([b"alpha", b"beta", b"gamma", b"delta", b"\xe8\xb7\xaf"]), max_size=40))
+def test_the_shingle_set_is_the_union_of_the_window_hashes(words: list[bytes]) -> None:
+    from kbtools.derived import shingles
+
+    for builtin in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(shingles, "BUILTIN_HASH", builtin)
+            want = set(shingles.shingle_hashes(words, 1)) | set(shingles.shingle_hashes(words, 2))
+            assert shingles.shingle_hash_set(words, (1, 2)) == want
