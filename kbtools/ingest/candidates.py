@@ -27,7 +27,7 @@ from typing import NamedTuple
 from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list
 from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
-from kbtools.ingest.knowledge import has_cjk, knowledge_fields, unique
+from kbtools.ingest.knowledge import has_cjk, knowledge_fields, render, unique
 from kbtools.ingest.rows import FIELDS, CandidateRow, Row
 
 MIN_TURN_CHARS = 120
@@ -78,10 +78,6 @@ def split_turns(records: Sequence[KeptRecord]) -> list[list[KeptRecord]]:
         else:
             turns[-1].append(record)
     return turns
-
-
-def render(role: str, text: str) -> str:
-    return f"[{role}] {text}"
 
 
 def split_messages(text: str) -> list[tuple[str, str]]:

@@ -348,12 +348,17 @@ def _version_names() -> Any:
     )
 
 
+def render(role: str, text: str) -> str:
+    """One message of a candidate's text; the text is its messages rendered, one per line."""
+    return f"[{role}] {text}"
+
+
 def _spans(pieces: Sequence[tuple[str, str]]) -> list[tuple[str, int, int]]:
-    """Each piece's (role, start, end) in the rendered chunk (``"\n".join("[role] piece")``)."""
+    """Each piece's (role, start, end) in the rendered chunk (``"\n".join(render(role, piece))``)."""
     spans = []
     at = 0
     for role, piece in pieces:
-        at += len(role) + 3
+        at += len(render(role, ""))
         spans.append((role, at, at + len(piece)))
         at += len(piece) + 1
     return spans
@@ -373,12 +378,12 @@ def knowledge_fields(
     lower-case word of every piece, if known; ``low``: ``text.lower()``, if known)."""
     if low is None:
         low = text.lower()
-    spans = _spans(pieces)
-    if len(low) == len(text) and pieces and spans[-1][2] == len(text):
+    present = piece_words & _WORD_SET if piece_words is not None else None
+    if pieces and len(low) == len(text) and text == "\n".join(render(role, piece) for role, piece in pieces):
         # ``text`` is the rendered pieces: one pass over it (see _chunk_sentence_fields).
-        fields = _chunk_sentence_fields(text, low, spans, piece_words & _WORD_SET if piece_words is not None else None)
+        fields = _chunk_sentence_fields(text, low, _spans(pieces), present)
     else:
-        fields = _sentence_fields(pieces, piece_words & _WORD_SET if piece_words is not None else None)
+        fields = _sentence_fields(pieces, present)
     if words is None:
         words = words_of(text)
     last_assistant = next((t for role, t in reversed(pieces) if role == "assistant"), "")

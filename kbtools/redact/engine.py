@@ -210,9 +210,7 @@ class Redactor:
         for i, check in self._woken_by:
             if check(lower, config):
                 woken += (i,)
-        plan = self._plans.get((present, woken, secrets_only))
-        if plan is None:
-            plan = self._plan(present, woken, secrets_only)
+        plan = self._plan(present, woken, secrets_only)
         # Lower-casing can change the length of a few characters (`İ`); then keyword offsets
         # do not map onto the text, and anchored rules fall back to a full scan.
         aligned = lower if len(lower) == len(text) else None
@@ -221,10 +219,7 @@ class Redactor:
         # several assignment rules): a later one would only lose the tie, so its check is skipped.
         taken: set[tuple[int, int]] = set()
         for index, rule, keywords in plan:
-            if rule.finder is not None:  # (the rules that run on every text are finders: no call more)
-                found = [Span(start, end, index) for start, end in rule.finder(text, config) if end > start]
-            else:
-                found = self._rule_spans(text, aligned, index, rule, taken, keywords)
+            found = self._rule_spans(text, aligned, index, rule, taken, keywords)
             if found:
                 spans.extend(found)
                 taken.update((span.start, span.end) for span in found)
