@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, overload
 
 from kbtools.ingest import caches
 from kbtools.ingest.hashing import hashed_identity_key
@@ -86,6 +86,11 @@ class PriorState:
     # its lines are then read in one go. These sources are not in ``rows``.
     _indexed: dict[str, list[int]] = field(default_factory=dict)
     _indexed_file: int = -1
+    # What the ledger index says those lines were written as: the digest context of the run
+    # that wrote them and each source's rows_digest (see reemit.rows_digest).
+    _indexed_manifest: int = -1  # the file number of the final manifest, when the index gave its rows
+    _indexed_context: str = ""
+    _indexed_digests: dict[str, str] = field(default_factory=dict)
 
     def _open(self, path: Path) -> tuple[int, IO[bytes] | None]:
         """Open a ledger once (its file number, or -1 if absent): it is indexed now and read back
@@ -159,6 +164,7 @@ class PriorState:
             return groups
         cached = caches.index_part(index, "manifest", os.fstat(handle.fileno()))
         if cached is not None:
+            self._indexed_manifest = number
             # Every row of the file, as entries, in file order (one row per source_key).
             for entry, offset in cached:
                 identity = hashed_identity_key(entry[1], entry[3], entry[4])
@@ -188,7 +194,7 @@ class PriorState:
         if ledger == "candidates":
             cached = caches.index_part(index, ledger, os.fstat(handle.fileno()))
             if cached is not None:
-                _, _, self._indexed = cached  # (the digests are for kb review, see source_sync)
+                self._indexed_context, self._indexed_digests, self._indexed = cached
                 self._indexed_file = number
                 return rows
         runs: dict[str, object] = {}
@@ -215,9 +221,18 @@ class PriorState:
         return b"".join(pieces)
 
     def read(self, location: tuple[int, int]) -> Row:
-        row: dict[str, Any] = json.loads(self.read_line(location))
+        return self.row_of(self.read_line(location))
+
+    @staticmethod
+    def row_of(line: bytes) -> Row:
+        row: dict[str, Any] = json.loads(line)
         row.pop(RUN_TAG, None)
         return row
+
+    def vouched_row(self, digest: PriorSource) -> bool:
+        """Whether ``digest``'s manifest line is in the final ledger as the ledger index says:
+        written by this version's writer, from a row of these fields (see LEDGER_INDEX_FILE)."""
+        return not digest.from_journal and digest.location[0] == self._indexed_manifest
 
     def _locations(self, ledger: str, source_key: str) -> list[tuple[int, int]]:
         spans = self._indexed.get(source_key) if ledger == "candidates" else None
@@ -236,6 +251,23 @@ class PriorState:
         lines = [self.read_line(location) for location in self._locations("candidates", source_key)]
         return [line if line.endswith(b"\n") else line + b"\n" for line in lines]
 
+    def vouched_lines(self, source_key: str, rows_digest: str, context: str) -> PriorLines | None:
+        """The candidate lines of ``source_key`` unread, when the ledger index vouches that they
+        are what ``rows_digest`` was computed from under ``context`` (see reemit.digest_context):
+        the final ledger is the very file the index was written with, and the run that wrote it
+        computed this digest of these lines in this context. None otherwise (they are then read
+        and hashed)."""
+        spans = self._indexed.get(source_key)
+        if (
+            spans is None
+            or len(spans) < 2
+            or not rows_digest
+            or context != self._indexed_context
+            or self._indexed_digests.get(source_key) != rows_digest
+        ):
+            return None
+        return PriorLines(self, source_key, self._handles[self._indexed_file].fileno(), spans)
+
     def rows_for(self, ledger: str, source_key: str) -> list[Row]:
         return [self.read(location) for location in self._locations(ledger, source_key)]
 
@@ -243,3 +275,37 @@ class PriorState:
         for handle in self._handles:
             handle.close()
         self._handles.clear()
+
+
+class PriorLines(Sequence[bytes]):
+    """One source's candidate lines in the final prior ledger, read only when looked at: as
+    they are, they are copied from file to file by their byte range (see WriteSink.emit).
+    ``spans``: each line's offset in the file ``fd``, then where the last one ends."""
+
+    def __init__(self, prior: PriorState, source_key: str, fd: int, spans: list[int]) -> None:
+        self._prior, self._key, self.fd, self.spans = prior, source_key, fd, spans
+        self._lines: list[bytes] | None = None
+
+    @property
+    def lines(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = self._prior.candidate_lines(self._key)
+        return self._lines
+
+    def __len__(self) -> int:
+        return len(self.spans) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        return self.lines[index]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.lines)
+
+    def __eq__(self, other: object) -> bool:
+        return self.lines == list(other) if isinstance(other, list | PriorLines) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]

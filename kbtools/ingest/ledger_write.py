@@ -8,16 +8,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import NamedTuple, Protocol
 
 from kbtools.fsio import PRIVATE_FILE_MODE, fsync_dir, open_private, stat_key, temp_path_for, write_all
 from kbtools.ingest import caches
 from kbtools.ingest.dedup import DedupKey, StoredKeys
 from kbtools.ingest.ledger import crash_point, ledger_path
-from kbtools.ingest.ledger_read import manifest_entry
+from kbtools.ingest.ledger_read import PriorLines, manifest_entry
 from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, Row, dumps
+
+
+class Reemitted(NamedTuple):
+    """A prior manifest row written again with only its run_at changed: its line (the prior
+    line with the new run_at) and entry, valid while the row's rows_digest is this one."""
+
+    line: bytes
+    rows_digest: str
+    entry: tuple[object, ...]
 
 
 @dataclass
@@ -35,7 +45,7 @@ class SourceRows:
     events: list[Row] = field(default_factory=list)
     # Prior candidates the control-plane filter dropped on this run.
     internal_dropped: int = 0
-    candidate_lines: list[bytes] = field(default_factory=list)
+    candidate_lines: Sequence[bytes] = field(default_factory=list)  # or prior ones unread (PriorLines)
     candidate_keys: list[DedupKey] = field(default_factory=list)
     # Or, for trusted prior lines, their keys as the key cache keeps them, and that
     # entry as stored (marshal), to be kept as it is.
@@ -43,6 +53,7 @@ class SourceRows:
     stored_blob: bytes = b""
     # The rows_digest of ``candidate_lines`` as they are, when already known (trusted prior lines).
     lines_digest: str = ""
+    reemitted: Reemitted | None = None  # the manifest's line, when known (see reemit.prior_rows)
 
     @classmethod
     def of(
@@ -53,6 +64,87 @@ class SourceRows:
         return cls(manifest, rejected, events, internal_dropped, lines, [DedupKey.of(row) for row in candidates])
 
 
+class _Output(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+    def flush(self) -> None: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+
+
+BUFFER = 1 << 20
+
+
+class RangeWriter:
+    """A file written in order from bytes and from byte ranges of other files, the ranges
+    copied by the kernel (``copy_file_range``) without passing through the process; adjacent
+    ranges of one file are copied in one call. Bytes are buffered up to :data:`BUFFER`."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._range: tuple[int, int, int] | None = None  # (fd, start, end) to copy
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data: bytes) -> int:
+        if self._range is not None:
+            self._copy()
+        self._buffer.append(data)
+        self._buffered += len(data)
+        if self._buffered >= BUFFER:
+            self._write_buffer()
+        return len(data)
+
+    def copy(self, fd: int, start: int, end: int) -> None:
+        """Bytes ``start`` to ``end`` of the file ``fd`` written next (read by offset: the
+        file's own offset is left alone)."""
+        if self._buffer:
+            self._write_buffer()
+        if self._range is not None:
+            if self._range[0] == fd and self._range[2] == start:
+                self._range = (fd, self._range[1], end)
+                return
+            self._copy()
+        self._range = (fd, start, end)
+
+    def flush(self) -> None:
+        if self._range is not None:
+            self._copy()
+        self._write_buffer()
+
+    def close(self) -> None:
+        self._buffer.clear()
+        self._range = None
+        os.close(self._fd)
+
+    def _write_buffer(self) -> None:
+        if self._buffer:
+            write_all(self._fd, b"".join(self._buffer))
+            self._buffer.clear()
+            self._buffered = 0
+
+    def _copy(self) -> None:
+        assert self._range is not None
+        fd, start, end = self._range
+        self._range = None
+        while start < end:
+            try:
+                done = os.copy_file_range(fd, self._fd, end - start, start)
+            except OSError:  # not between these files (another file system, an old kernel)
+                done = 0
+            if not done:  # a file shorter than its index says is caught by the size check below
+                break
+            start += done
+        while start < end:
+            data = os.pread(fd, min(end - start, BUFFER), start)
+            if not data:
+                raise OSError(f"prior ledger shorter than its index ({start} < {end})")
+            write_all(self._fd, data)
+            start += len(data)
+
+
 class WriteSink:
     """``--write``: final ledgers streamed to temp files, progress appended to the journal."""
 
@@ -60,10 +152,14 @@ class WriteSink:
         self.output_dir = output_dir
         self.run_id = run_id
         self._temps = {name: temp_path_for(ledger_path(output_dir, name)) for name in LEDGERS}
-        self._final: dict[str, IO[bytes]] = {
-            name: os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb", buffering=1 << 20)
+        self._final: dict[str, _Output] = {
+            name: os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb", buffering=BUFFER)
             for name, tmp in self._temps.items()
+            if name != "candidates"
         }
+        # Prior lines written again as they were are copied from the prior ledger by byte range.
+        self._candidates = RangeWriter(open_private(self._temps["candidates"], os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        self._final["candidates"] = self._candidates
         self._pending: dict[str, list[bytes]] = {name: [] for name in LEDGERS}
         # The offset index of the candidates ledger being written (see LEDGER_INDEX_FILE).
         self._spans: dict[str, list[int]] = {}
@@ -80,12 +176,18 @@ class WriteSink:
         key, lines = rows.manifest["source_key"], rows.candidate_lines  # a source is emitted once
         if lines:
             self._digests[key] = rows.manifest.get("rows_digest") or ""
-            spans = self._spans[key] = []
-            for line in lines:
+            if isinstance(lines, PriorLines):  # as the prior ledger holds them (read or not)
+                start, shift = lines.spans[0], self._written - lines.spans[0]
+                self._spans[key] = [at + shift for at in lines.spans]
+                self._written += lines.spans[-1] - start
+                self._candidates.copy(lines.fd, start, lines.spans[-1])
+            else:
+                spans = self._spans[key] = []
+                for line in lines:
+                    spans.append(self._written)
+                    self._written += len(line)
                 spans.append(self._written)
-                self._written += len(line)
-            spans.append(self._written)
-            self._final["candidates"].write(b"".join(lines))
+                self._candidates.write(b"".join(lines))
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in (("rejected", rows.rejected), ("events", rows.events)):
@@ -93,8 +195,12 @@ class WriteSink:
             self._final[name].write(b"".join(data))
             if journal:
                 self._pending[name].extend(map(self._tagged, data))
-        line = dumps(rows.manifest)
-        self._entries.append((manifest_entry(rows.manifest), self._manifest_size))
+        known = rows.reemitted
+        if known is not None and known.rows_digest == rows.manifest.get("rows_digest"):
+            line, entry = known.line, known.entry
+        else:
+            line, entry = dumps(rows.manifest), manifest_entry(rows.manifest)
+        self._entries.append((entry, self._manifest_size))
         self._manifest_size += len(line)
         self._final["manifest"].write(line)
         if journal:

@@ -6,7 +6,7 @@ import functools
 import hashlib
 import json
 import marshal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kbtools.ingest import rows as rows_schema
 from kbtools.ingest.candidates import SourceMeta, candidate_id, is_internal_candidate, split_messages
@@ -24,8 +24,8 @@ from kbtools.ingest.extract import (
     rejection,
 )
 from kbtools.ingest.hashing import fingerprint, hash_identifier
-from kbtools.ingest.ledger_read import MANIFEST_DEFAULTS, PriorSource, PriorState
-from kbtools.ingest.ledger_write import SourceRows
+from kbtools.ingest.ledger_read import ENTRY_FIELDS, MANIFEST_DEFAULTS, PriorSource, PriorState
+from kbtools.ingest.ledger_write import Reemitted, SourceRows
 from kbtools.ingest.reuse import CURRENT_RULES
 from kbtools.ingest.rows import Row
 from kbtools.redact import REDACTION_VERSION, Redactor
@@ -65,12 +65,17 @@ def prior_rows(
             if digest.candidate_count
             else next((str(r["reason"]) for r in rejected if r.get("reason") != INTERNAL_FILTERED), NO_KNOWLEDGE)
         )
-    lines = prior.candidate_lines(key)
     redacted = digest.redaction_status.startswith("redacted:")
     dropped = 0
-    if current and bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest:
+    # Lines the ledger index vouches for need not be read, nor hashed again (see
+    # PriorState.vouched_lines); others are read and their digest checked.
+    vouched = prior.vouched_lines(key, digest.rows_digest, digest_context(ctx.derived_key)) if current else None
+    lines: Sequence[bytes] = vouched if vouched is not None else prior.candidate_lines(key)
+    if current and (
+        vouched is not None or (bool(digest.rows_digest) and rows_digest(lines, ctx.derived_key) == digest.rows_digest)
+    ):
         count = len(lines)
-        rows = SourceRows({}, rejected, events, candidate_lines=list(lines), lines_digest=digest.rows_digest)
+        rows = SourceRows({}, rejected, events, candidate_lines=lines, lines_digest=digest.rows_digest)
         # Their dedup keys: from the key cache (see StoredKeys), else read off the lines.
         blob = prior.key_cache.get(digest.rows_digest, b"")
         cached = marshal.loads(blob) if blob else None  # whole: the key cache file is checksummed
@@ -79,10 +84,14 @@ def prior_rows(
         else:
             rows.candidate_keys = [DedupKey.of_line(line) for line in lines]
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-        row = prior.read(digest.location)
+        line = prior.read_line(digest.location)
+        row = prior.row_of(line)
+        # A row of the ledger the index vouches for was written as it is: if only run_at
+        # changes, so does its line (see _as_before).
+        was = (line, dict(row)) if read is None and skip_reason is None and prior.vouched_row(digest) else None
         slugs = list(row.get("article_slugs") or ())
     else:
-        row = prior.read(digest.location)
+        row, was = prior.read(digest.location), None
         kept: list[Row] = []
         for line in lines:
             try:
@@ -120,7 +129,39 @@ def prior_rows(
     for name in ("truncated", "locator_key", "stat_key", "rows_digest"):  # fields older rows lack
         row.setdefault(name, MANIFEST_DEFAULTS[name])
     rows.manifest = rows_schema.ordered(row, "manifest")
+    if was is not None:
+        line = _as_before(*was, row)
+        if line:
+            rows.reemitted = Reemitted(line, str(row["rows_digest"]), tuple(digest[: len(ENTRY_FIELDS)]))
     return rows
+
+
+# The fields prior_rows sets on a trusted row that is not read again (the rest stay as read).
+_SET = ("parse_status", "candidate_count", "article_slugs", "error", "redaction_status", "internal_filtered")
+_DEFAULTED = ("truncated", "locator_key", "stat_key", "rows_digest")
+_RUN_AT = b'"run_at":"'
+
+
+def _as_before(line: bytes, was: Row, row: Row) -> bytes:
+    """``line`` (the prior manifest line, ``was`` its row) with ``row``'s run_at, if ``row`` is
+    ``was`` with only run_at changed (values of the same type: ``0 == False``, not their JSON);
+    else b"". The line was written by :func:`kbtools.ingest.rows.dumps`, so the one it writes
+    for ``row`` differs only in run_at's value (an ISO moment: nothing in it to escape)."""
+    if len(was) != len(row) or "run_at" not in was or any(name not in was for name in _DEFAULTED):
+        return b""
+    for name in _SET:
+        old, new = was.get(name), row[name]
+        if type(old) is not type(new) or old != new:
+            return b""
+    run_at = str(row["run_at"])
+    at = line.find(_RUN_AT)
+    if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or json.dumps(run_at) != f'"{run_at}"':
+        return b""
+    start = at + len(_RUN_AT)
+    end = line.find(b'"', start)
+    if end < 0 or b"\\" in line[start:end]:
+        return b""
+    return line[:start] + run_at.encode() + line[end:]
 
 
 def _derived_candidate(candidate: Row, digest: PriorSource, ctx: ProcessContext, events: list[Row]) -> bool:

@@ -3,10 +3,12 @@ the ledger it writes is the same as a full scan's, and a damaged or stale index 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
+from kbtools.ingest import caches
 from tests.ingest.conftest import TECH_PROMPT, IngestEnv
 from tests.testing.sessions import Msg, age, assistant, user, write_omp_session
 
@@ -97,3 +99,71 @@ def test_a_damaged_or_stale_index_is_a_miss(env: IngestEnv) -> None:
     assert (env.out / "candidates.jsonl").read_bytes() == expected
     for summary in (damaged, again):
         assert summary["candidates"] == first["candidates"] and summary["malformed_prior_rows"] == 0
+
+
+def test_a_source_whose_digest_the_index_does_not_vouch_for_is_read_and_hashed(env: IngestEnv) -> None:
+    """The index vouches for the candidate lines, but the manifest row now names another
+    rows_digest: the lines are read, hashed, found not to match and checked again, and the
+    digest written is theirs (copying them as vouched would keep the wrong one)."""
+    _sessions(env, 3)
+    env.run()
+    env.run()
+    manifest = env.out / "manifest.jsonl"
+    rows = [json.loads(line) for line in manifest.read_bytes().splitlines()]
+    edited = next(row for row in rows if row["candidate_count"])
+    edited["rows_digest"] = "0" * 64
+    manifest.write_bytes(b"".join(json.dumps(row, separators=(",", ":")).encode() + b"\n" for row in rows))
+    candidates = (env.out / "candidates.jsonl").read_bytes()
+    summary, _ = env.run()
+    assert summary["processed"] == 0 and (env.out / "candidates.jsonl").read_bytes() == candidates
+    index = caches.read(env.out, caches.LEDGER_INDEX_FILE)
+    context, digests, spans = index["candidates"][1]
+    for row in env.rows("manifest", tool="omp"):
+        key = row["source_key"]
+        lines = candidates[spans[key][0] : spans[key][-1]]
+        assert row["rows_digest"] == digests[key] == hashlib.sha256(context.encode() + lines).hexdigest()
+    assert "0" * 64 not in (env.out / "manifest.jsonl").read_text()
+
+
+def test_a_reemitted_manifest_line_is_the_one_its_row_encodes(env: IngestEnv) -> None:
+    """Rows written again with only run_at changed keep their line but for run_at; a row
+    whose status changes (processed, then unchanged) is encoded anew: every line is what
+    the encoder writes for the row it holds."""
+    from kbtools.ingest.rows import dumps
+
+    _sessions(env, 3)
+    env.run()
+    for _ in range(2):  # processed -> unchanged (encoded anew), unchanged -> unchanged (the line kept)
+        env.run()
+        lines = (env.out / "manifest.jsonl").read_bytes().splitlines(keepends=True)
+        omp = [json.loads(line)["parse_status"] for line in lines if json.loads(line)["tool"] == "omp"]
+        assert omp == ["unchanged"] * 3
+        assert all(dumps(json.loads(line)) == line for line in lines)
+        assert len({json.loads(line)["run_at"] for line in lines}) == 1
+
+
+def test_a_line_is_kept_only_when_nothing_but_run_at_changed() -> None:
+    from kbtools.ingest.reemit import _as_before
+    from kbtools.ingest.rows import dumps
+
+    was = {
+        "source_key": "k",
+        "parse_status": "unchanged",
+        "redaction_status": "none:kb6",
+        "candidate_count": 1,
+        "article_slugs": [],
+        "error": "",
+        "truncated": False,
+        "internal_filtered": 0,
+        "locator_key": "",
+        "stat_key": "",
+        "rows_digest": "d",
+        "run_at": "2026-01-01T00:00:00.000Z",
+    }
+    line = dumps(was)
+    later = {**was, "run_at": "2026-01-02T00:00:00.000Z"}
+    assert _as_before(line, was, later) == dumps(later)
+    for name, value in [("parse_status", "processed"), ("internal_filtered", False), ("candidate_count", 2)]:
+        assert _as_before(line, was, {**later, name: value}) == b""
+    assert _as_before(line, was, {**later, "extra": 1}) == b""
+    assert _as_before(line, {k: v for k, v in was.items() if k != "truncated"}, later) == b""

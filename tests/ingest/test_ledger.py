@@ -178,3 +178,38 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
             os.waitpid(child, 0)
     finally:
         prior.close()
+
+
+def test_a_range_writer_writes_bytes_and_copied_ranges_in_order(tmp_path: Path) -> None:
+    """Bytes and byte ranges of other files (adjacent ones copied in one call, others apart),
+    in the order given; a source on another file system (tmpfs, when there is one) gives the
+    same bytes, by the kernel or by the read-and-write fallback."""
+    from kbtools.ingest.ledger_write import BUFFER, RangeWriter
+
+    data = bytes(range(256)) * 64
+    roots = [tmp_path, *([Path("/dev/shm")] if Path("/dev/shm").is_dir() else [])]
+    for root in roots:
+        source = root / f"source-{os.getpid()}-{len(str(root))}"
+        source.write_bytes(data)
+        try:
+            out = tmp_path / "out"
+            src = os.open(source, os.O_RDONLY)
+            writer = RangeWriter(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+            expected = b""
+            for piece in [(0, 10), (10, 300), b"<a>", (5, 5), (300, 301), (7, 9), b"<b>" * 3, (100, len(data))]:
+                if isinstance(piece, bytes):
+                    writer.write(piece)
+                    expected += piece
+                else:
+                    writer.copy(src, *piece)
+                    expected += data[piece[0] : piece[1]]
+            writer.write(b"x" * BUFFER)  # a full buffer is written at once
+            expected += b"x" * BUFFER
+            writer.copy(src, 0, 3)
+            expected += data[:3]
+            writer.flush()
+            writer.close()
+            os.close(src)
+            assert out.read_bytes() == expected
+        finally:
+            source.unlink()
