@@ -88,10 +88,10 @@ def prior_rows(
         row = prior.row_of(line)
         # A row of the ledger the index vouches for was written as it is: if only run_at
         # changes, so does its line (see _as_before).
-        was = (line, dict(row)) if read is None and skip_reason is None and prior.vouched_row(digest) else None
+        was = line if read is None and skip_reason is None and prior.vouched_row(digest) else b""
         slugs = list(row.get("article_slugs") or ())
     else:
-        row, was = prior.read(digest.location), None
+        row, was = prior.read(digest.location), b""
         kept: list[Row] = []
         for line in lines:
             try:
@@ -113,47 +113,50 @@ def prior_rows(
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(key, INTERNAL_FILTERED, run_at))
     error = str(row.get("error", ""))
-    row.update(
-        parse_status=status,
-        candidate_count=len(rows.candidate_lines),
-        article_slugs=slugs,
-        error=error if current else redact_error(ctx.redactor, error),
-        run_at=run_at,
-        redaction_status=redaction_status(redacted),
-        internal_filtered=int(row.get("internal_filtered") or 0) + dropped,
-    )
+    fields: Row = {
+        "parse_status": status,
+        "candidate_count": len(rows.candidate_lines),
+        "article_slugs": slugs,
+        "error": error if current else redact_error(ctx.redactor, error),
+        "run_at": run_at,
+        "redaction_status": redaction_status(redacted),
+        "internal_filtered": int(row.get("internal_filtered") or 0) + dropped,
+    }
+    line = _as_before(was, row, fields) if was else b""
+    row.update(fields)
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
     if read is not None:
         row["created_at"], row["updated_at"], row["locator_key"], row["stat_key"] = read
     for name in ("truncated", "locator_key", "stat_key", "rows_digest"):  # fields older rows lack
         row.setdefault(name, MANIFEST_DEFAULTS[name])
-    rows.manifest = rows_schema.ordered(row, "manifest")
-    if was is not None:
-        line = _as_before(*was, row)
-        if line:
-            rows.reemitted = Reemitted(line, str(row["rows_digest"]), tuple(digest[: len(ENTRY_FIELDS)]))
+    if line:  # its fields are all there, in the order they were written: the order of a row
+        rows.manifest = row
+        rows.reemitted = Reemitted(line, str(row["rows_digest"]), tuple(digest[: len(ENTRY_FIELDS)]))
+    else:
+        rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
 
 
-# The fields prior_rows sets on a trusted row that is not read again (the rest stay as read).
-_SET = ("parse_status", "candidate_count", "article_slugs", "error", "redaction_status", "internal_filtered")
+# The fields older rows lack (given their defaults when written again).
 _DEFAULTED = ("truncated", "locator_key", "stat_key", "rows_digest")
+_MISSING = object()
 _RUN_AT = b'"run_at":"'
 
 
-def _as_before(line: bytes, was: Row, row: Row) -> bytes:
-    """``line`` (the prior manifest line, ``was`` its row) with ``row``'s run_at, if ``row`` is
-    ``was`` with only run_at changed (values of the same type: ``0 == False``, not their JSON);
-    else b"". The line was written by :func:`kbtools.ingest.rows.dumps`, so the one it writes
-    for ``row`` differs only in run_at's value (an ISO moment: nothing in it to escape)."""
-    if len(was) != len(row) or "run_at" not in was or any(name not in was for name in _DEFAULTED):
+def _as_before(line: bytes, row: Row, fields: Row) -> bytes:
+    """``line`` (the prior manifest line, ``row`` its row) with the run_at of ``fields``, if
+    ``row`` updated with ``fields`` is ``row`` with only run_at changed (values of the same
+    type: ``0 == False``, not their JSON) and lacks none of the fields written again with
+    defaults; else b"". The line was written by :func:`kbtools.ingest.rows.dumps`, so the one
+    it writes for that row differs only in run_at's value (an ISO moment: nothing to escape)."""
+    if "run_at" not in row or any(name not in row for name in _DEFAULTED):
         return b""
-    for name in _SET:
-        old, new = was.get(name), row[name]
-        if type(old) is not type(new) or old != new:
+    for name, new in fields.items():
+        old = row.get(name, _MISSING)
+        if name != "run_at" and (type(old) is not type(new) or old != new):
             return b""
-    run_at = str(row["run_at"])
+    run_at = str(fields["run_at"])
     at = line.find(_RUN_AT)
     if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or json.dumps(run_at) != f'"{run_at}"':
         return b""

@@ -172,6 +172,10 @@ def test_a_grown_leader_is_replaced_and_its_members_follow(review_kb: ReviewKb) 
     assert after[new_pool] == after[again] == (again, 2)
     assert pool not in {cluster_id for cluster_id, _ in after.values()}
     assert_a_clustering(review_kb)
+    with db(review_kb) as con:  # the postings of the leader that left went with it
+        posted = {lead for (lead,) in con.execute("SELECT DISTINCT lead FROM cluster_posting")}
+        leads = {i for (i,) in con.execute("SELECT id FROM candidate WHERE role = ?", (cluster_index.LEAD,))}
+    assert posted == leads
 
 
 def test_a_rerun_with_nothing_new_changes_nothing(review_kb: ReviewKb) -> None:
