@@ -17,7 +17,7 @@ import json
 import sqlite3
 import zlib
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -96,7 +96,7 @@ def _rows(con: sqlite3.Connection, where: str = "1") -> list[_Row]:
     return [_Row(*row) for row in con.execute(f"SELECT {_ROW_COLUMNS} FROM candidate WHERE {where}")]
 
 
-def _rows_of(con: sqlite3.Connection, where: str, args: Sequence[object], values: Sequence[str]) -> list[_Row]:
+def _rows_of(con: sqlite3.Connection, where: str, args: Sequence[object], values: Sequence[object]) -> list[_Row]:
     """The rows where ``where`` (its ``?`` given ``args``) and the column it ends with is one of ``values``."""
     return [
         _Row(*row) for row in select_in(con, f"SELECT {_ROW_COLUMNS} FROM candidate WHERE {where} IN", values, args)
@@ -156,8 +156,21 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     are due to be computed from scratch instead. Reads and writes only the rows placed and
     those of the clusters they join or leave, not the whole table."""
     gone_leads = {d.candidate_id for d in departed if d.role == LEAD}
-    batch = _rows(con, f"role = {FRESH}")
-    batch += _rows_of(con, "role = ? AND cluster_id", [MEMBER], sorted(gone_leads))
+    # One pass over the rows' roles and clusters (what _extend writes is only written at the
+    # end): the rows to place, every leader's position (so that votes are counted without
+    # reading the rows they name) and each cluster's rows; the rows needed whole are then read
+    # by id.
+    position_of: dict[int, int] = {}
+    in_cluster: dict[str, list[int]] = {}
+    to_place: list[int] = []
+    for row_id, role, cluster_id, position in con.execute("SELECT id, role, cluster_id, position FROM candidate"):
+        if role == LEAD:
+            position_of[row_id] = position
+        elif role == FRESH or (role == MEMBER and cluster_id in gone_leads):
+            to_place.append(row_id)
+        if cluster_id:
+            in_cluster.setdefault(cluster_id, []).append(row_id)
+    batch = _rows_of(con, "id", [], to_place)
     if state["since"] + len(batch) > state["built"] // 2:
         return False
     found = _read_table(con, state)
@@ -176,10 +189,7 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     # The postings of leaders that left go first: a row inserted since may have one's id.
     for chunk in _chunks([d.row_id for d in departed if d.role == LEAD]):
         con.execute(f"DELETE FROM cluster_posting WHERE lead IN ({','.join('?' * len(chunk))})", chunk)
-    # Every leader's position (a column of one role, read in one pass), so that votes are
-    # counted without reading the rows they name; a leader's id and session are read when it
-    # is compared.
-    position_of: dict[int, int] = dict(con.execute("SELECT id, position FROM candidate WHERE role = ?", (LEAD,)))
+    # A leader's id and session are read when it is compared.
     lead_at = {position: row_id for row_id, position in position_of.items()}
     placed = {row.row_id: row for row in batch}
     leads: dict[int, algo.Lead] = {}
@@ -223,12 +233,14 @@ def _extend(con: sqlite3.Connection, state: dict[str, int], departed: Sequence[D
     touched = {row.cluster_id for row in batch if row.role == MEMBER}
     touched |= {d.cluster_id for d in departed if d.role == MEMBER and d.cluster_id not in gone_leads}
     touched.discard("")
-    rows = {row.row_id: row for row in _rows_of(con, "cluster_id", [], sorted(touched))}
+    rows = {
+        row.row_id: row for row in _rows_of(con, "id", [], sorted({i for c in touched for i in in_cluster.get(c, ())}))
+    }
     rows.update((row.row_id, row) for row in _rows_of(con, "candidate_id", [], sorted(touched)))
     rows.update((row.row_id, row) for row in batch)  # as placed, not as stored
     _write_rows(con, list(rows.values()), _cluster_sizes(rows.values()))
-    _write_changes(con, table, {slot: n for slot, n in changes.items() if n})
-    _set_state(con, {**state, "total": table.total, "since": state["since"] + len(batch)})
+    layout = _write_changes(con, table, {slot: n for slot, n in changes.items() if n})
+    _set_state(con, {**state, **layout, "total": table.total, "since": state["since"] + len(batch)})
     return True
 
 
@@ -296,36 +308,71 @@ def _set_blob(con: sqlite3.Connection, key: str, data: bytes) -> None:
 
 def _read_table(con: sqlite3.Connection, state: dict[str, int]) -> tuple[algo.Table, dict[int, int]] | None:
     """The stored count table with the changes since it was written folded in, and those
-    changes; None if there is none."""
+    changes; None if there is none, or it does not add up."""
     stored, changed = _blob(con, COUNTS_KEY), _blob(con, CHANGES_KEY)
     if stored is None or changed is None:
-        return None
-    counts = array("I")
-    counts.frombytes(zlib.decompress(stored) if state["small"] else stored)
-    if len(counts) != state["slots"]:
         return None
     pairs = array("q")
     pairs.frombytes(zlib.decompress(changed))
     changes = dict(zip(pairs[::2], pairs[1::2], strict=True))
+    slots, used = state["slots"], state.get("sparse", 0)
+    if not isinstance(used, int) or used < 0:
+        return None
+    if not used:
+        counts = array("I")
+        counts.frombytes(zlib.decompress(stored) if state["small"] else stored)
+        if len(counts) != slots:
+            return None
+        for slot, n in changes.items():
+            counts[slot] += n
+        return algo.Table(counts, slots, state["total"]), changes
+    # Only the slots in use (sorted), then their counts: every other slot holds 0.
+    at, values = array("q"), array("I")
+    if len(stored) != used * (at.itemsize + values.itemsize):
+        return None
+    at.frombytes(stored[: used * at.itemsize])
+    values.frombytes(stored[used * at.itemsize :])
+    if at[0] < 0 or at[-1] >= slots:
+        return None
+    sparse: defaultdict[int, int] = defaultdict(int, zip(at, values, strict=True))
     for slot, n in changes.items():
-        counts[slot] += n
-    return algo.Table(counts, state["slots"], state["total"]), changes
+        if not 0 <= slot < slots or sparse[slot] + n < 0:
+            return None  # what the dense table refuses (IndexError, OverflowError)
+        sparse[slot] += n
+    return algo.Table(sparse, slots, state["total"]), changes
 
 
 def _write_table(con: sqlite3.Connection, table: algo.Table) -> dict[str, int]:
     """The count table stored (compressed if it is a small ledger's: mostly zeros; a large
-    one's is read every run, faster as it is); returns what the state says of it."""
+    one's is read every run, faster as it is, or only its slots in use when they are few:
+    :data:`kbtools.review.clusters.SPARSE_SHARE`); returns what the state says of it."""
     small = table.slots < algo.slots_for(algo.SMALL_LEDGER)
-    data = table.counts.tobytes()
-    _set_blob(con, COUNTS_KEY, zlib.compress(data, 1) if small else data)
+    counts, used = table.counts, None
+    if not small:
+        if isinstance(counts, dict):
+            used = sorted(slot for slot, n in counts.items() if n)
+        elif table.used is not None:
+            used = [slot for slot in table.used if counts[slot]]
+    if used is not None and 0 < len(used) <= table.slots // algo.SPARSE_SHARE:
+        data = array("q", used).tobytes() + array("I", [counts[slot] for slot in used]).tobytes()
+    else:
+        if isinstance(counts, dict):
+            dense = array("I", bytes(4 * table.slots))
+            for slot, n in counts.items():
+                dense[slot] = n
+            counts = dense
+        data = counts.tobytes()
+        data, used = zlib.compress(data, 1) if small else data, []
+    _set_blob(con, COUNTS_KEY, data)
     _set_blob(con, CHANGES_KEY, zlib.compress(b""))
-    return {"slots": table.slots, "small": int(small)}
+    return {"slots": table.slots, "small": int(small), "sparse": len(used)}
 
 
-def _write_changes(con: sqlite3.Connection, table: algo.Table, changes: dict[int, int]) -> None:
+def _write_changes(con: sqlite3.Connection, table: algo.Table, changes: dict[int, int]) -> dict[str, int]:
     """Keep the count changes since the table was written apart from it (writing its megabytes
-    again each run would cost more than the placing), until there are many."""
+    again each run would cost more than the placing), until there are many; returns what the
+    state says of the table if it was written again."""
     if len(changes) > _MERGE_AT:
-        _write_table(con, table)
-        return
+        return _write_table(con, table)
     _set_blob(con, CHANGES_KEY, zlib.compress(array("q", chain.from_iterable(changes.items())).tobytes(), 1))
+    return {}

@@ -61,6 +61,7 @@ _FLUSH_AT = 1 << 18  # distinct shingle hashes counted exactly before they go in
 SMALL_LEDGER = 2_000  # up to this many candidates, features are computed once and kept
 KEPT_BYTES = 32 << 20  # packed features of a larger ledger kept between its passes, up to this much
 SHINGLE_SIZES = (1, 2)
+SPARSE_SHARE = 32  # a large table with at most this share (1/32) of its slots in use is stored as those
 MIN_WORD = 3
 _second = itemgetter(1)
 PARAMS = {
@@ -136,9 +137,10 @@ class Table:
     """How many candidates have each shingle, counted per slot (hash modulo ``slots``;
     a collision only makes a count higher), and how many candidates were counted."""
 
-    counts: array[int]
+    counts: array[int] | dict[int, int]  # or, read back from its used slots, a defaultdict(int) of them
     slots: int
     total: int
+    used: list[int] | None = None  # the slots holding a count, when counted and few (see cluster)
 
     @property
     def cap(self) -> int:
@@ -293,10 +295,17 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
     # so memory stays bounded however long the ledger.
     counts = array("I", bytes(4 * slots))
     exact: Counter[int] = Counter()
+    # The slots in use, while they are few enough to be stored alone (see SPARSE_SHARE).
+    used: set[int] | None = set() if slots >= slots_for(SMALL_LEDGER) else None
 
     def flush() -> None:
+        nonlocal used
         for h, count in exact.items():
             counts[h % slots] += count
+        if used is not None:
+            used.update(h % slots for h in exact)
+            if len(used) > slots // SPARSE_SHARE:
+                used = None
         exact.clear()
 
     total = 0
@@ -306,7 +315,7 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
         if len(exact) >= _FLUSH_AT:
             flush()
     flush()
-    table = Table(counts, slots, total)
+    table = Table(counts, slots, total, None if used is None else sorted(used))
     leaders: dict[int, Lead] = {}
     postings: dict[int, list[int]] = {}
     done = Clustering(table, {}, {})

@@ -12,11 +12,13 @@ import json
 import random
 import sqlite3
 import zlib
+from array import array
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kbtools.review import cluster_index
+from kbtools.review import clusters as algo
 from kbtools.review.clusters import Member, cluster
 from kbtools.review.index import _candidate_columns, _cluster_features, _stamp, index_path
 from tests.review.conftest import POOL_ANSWER, POOL_PROMPT, ReviewKb, turn
@@ -277,3 +279,76 @@ def test_a_ledger_rewritten_in_another_order_is_clustered_anew(review_kb: Review
     assert state(review_kb)["since"] == 0 and state(review_kb)["built"] == len(rows) - 1
     assert_a_clustering(review_kb)
     assert clustered(review_kb) == from_scratch(review_kb)
+
+
+def _table_db() -> sqlite3.Connection:
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL)")
+    return con
+
+
+def _large_table(rng: random.Random, used: int) -> algo.Table:
+    slots = algo.slots_for(algo.SMALL_LEDGER)
+    counts = array("I", bytes(4 * slots))
+    for slot in rng.sample(range(slots), used):
+        counts[slot] = rng.randrange(1, 300)
+    return algo.Table(counts, slots, 5000, sorted(s for s in range(slots) if counts[s]) if used < 99_999 else None)
+
+
+def test_a_large_table_with_few_slots_in_use_is_stored_as_them_and_reads_back_the_same() -> None:
+    """A table of a large ledger whose slots in use are few is stored as those slots; read back
+    (with the changes since folded in), it gives every count, view and leader the dense table
+    gives."""
+    rng = random.Random(5)
+    table = _large_table(rng, 3000)
+    con = _table_db()
+    layout = cluster_index._write_table(con, table)
+    assert layout["sparse"] == 3000 and len(cluster_index._blob(con, cluster_index.COUNTS_KEY) or b"") == 3000 * 12
+    used = list(table.used or [])
+    changes = {used[0]: 2, used[1]: -1, 7: 1}
+    cluster_index._write_changes(con, table, changes)
+    for slot, n in changes.items():
+        table.counts[slot] += n
+    found = cluster_index._read_table(con, {**layout, "total": table.total})
+    assert found is not None
+    sparse, stored_changes = found
+    assert stored_changes == changes and isinstance(sparse.counts, dict)
+    assert {s: n for s, n in sparse.counts.items() if n} == {s: table.counts[s] for s in [*used, 7] if table.counts[s]}
+    hashes = [rng.choice(used) + rng.randrange(-3, 4) * table.slots for _ in range(4000)]
+    for _ in range(50):
+        feats = sorted(set(rng.sample(hashes, 60)))
+        want, got = table.view(feats), sparse.view(feats)
+        assert (want is None) == (got is None)
+        if want is not None and got is not None:
+            assert (got.kept, got.shared, got.voters, sparse.keys(got)) == (
+                want.kept,
+                want.shared,
+                want.voters,
+                table.keys(want),
+            )
+        assert sparse.lead("c", "s", feats) == table.lead("c", "s", feats)
+    # Written again from its dict (once the changes are many), it is the same table.
+    again = cluster_index._write_table(con, sparse)
+    assert again == {**layout, "sparse": 3001}
+    reread = cluster_index._read_table(con, {**again, "total": table.total})
+    assert reread is not None and dict(reread[0].counts) == {s: n for s, n in sparse.counts.items() if n}
+
+
+def test_a_table_with_many_slots_in_use_or_changes_that_do_not_fit_is_not_read_sparse() -> None:
+    rng = random.Random(6)
+    dense = _large_table(rng, algo.slots_for(algo.SMALL_LEDGER) // algo.SPARSE_SHARE + 1)
+    con = _table_db()
+    dense.used = sorted(s for s in range(dense.slots) if dense.counts[s])
+    layout = cluster_index._write_table(con, dense)
+    assert layout["sparse"] == 0 and len(cluster_index._blob(con, cluster_index.COUNTS_KEY) or b"") == 4 * dense.slots
+    found = cluster_index._read_table(con, {**layout, "total": dense.total})
+    assert found is not None and found[0].counts == dense.counts
+    sparse = _large_table(rng, 100)
+    layout = cluster_index._write_table(con, sparse)
+    state = {**layout, "total": sparse.total}
+    assert cluster_index._read_table(con, state) is not None
+    for changes in ({sparse.slots: 1}, {-1: 1}, {next(iter(sparse.used or [])): -1000}):
+        cluster_index._write_changes(con, sparse, changes)
+        assert cluster_index._read_table(con, state) is None  # as the dense table: computed anew
+    cluster_index._write_changes(con, sparse, {})
+    assert cluster_index._read_table(con, {**state, "sparse": 99}) is None  # not the length stored
