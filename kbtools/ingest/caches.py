@@ -44,7 +44,8 @@ LEDGER_INDEX_FILE = "ledger-index.marshal"
 
 # Each file's format; the rows' fields are part of the index's, so an entry of a
 # row written with other fields is never read as one of these.
-_FORMATS: dict[str, Any] = {KEY_CACHE_FILE: 4, LEDGER_INDEX_FILE: (6, SCHEMA_KEY)}
+# (7: every manifest line it vouches for has all the fields prior_rows sets, see reemit._only_run_at.)
+_FORMATS: dict[str, Any] = {KEY_CACHE_FILE: 4, LEDGER_INDEX_FILE: (7, SCHEMA_KEY)}
 
 
 def enabled() -> bool:

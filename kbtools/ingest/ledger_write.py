@@ -23,7 +23,8 @@ from kbtools.ingest.rows import COMMIT_ORDER, LEDGERS, RUN_TAG, Row, dumps
 
 class Reemitted(NamedTuple):
     """A prior manifest row written again with only its run_at changed: its line (the prior
-    line with the new run_at) and entry, valid while the row's rows_digest is this one."""
+    line with the new run_at) and entry, valid while the row's rows_digest is this one. The
+    SourceRows' manifest then holds only the row's entry fields (but stat_key) and run_at."""
 
     line: bytes
     rows_digest: str
@@ -195,11 +196,13 @@ class WriteSink:
             self._final[name].write(b"".join(data))
             if journal:
                 self._pending[name].extend(map(self._tagged, data))
-        known = rows.reemitted
-        if known is not None and known.rows_digest == rows.manifest.get("rows_digest"):
+        known, row = rows.reemitted, rows.manifest
+        if known is not None and known.rows_digest == row.get("rows_digest"):
             line, entry = known.line, known.entry
         else:
-            line, entry = dumps(rows.manifest), manifest_entry(rows.manifest)
+            if known is not None:  # a row kept unparsed whose rows_digest the run changed
+                row = {**json.loads(known.line), "rows_digest": row.get("rows_digest")}
+            line, entry = dumps(row), manifest_entry(row)
         self._entries.append((entry, self._manifest_size))
         self._manifest_size += len(line)
         self._final["manifest"].write(line)

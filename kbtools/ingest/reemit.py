@@ -84,14 +84,18 @@ def prior_rows(
         else:
             rows.candidate_keys = [DedupKey.of_line(line) for line in lines]
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
-        line = prior.read_line(digest.location)
-        row = prior.row_of(line)
-        # A row of the ledger the index vouches for was written as it is: if only run_at
-        # changes, so does its line (see _as_before).
-        was = line if read is None and skip_reason is None and prior.vouched_row(digest) else b""
+        if read is None and skip_reason is None and _only_run_at(digest, status, count, redaction_status(redacted)):
+            # Written by this writer and unchanged but for run_at: its line is kept, unparsed.
+            kept_line = _with_run_at(prior.read_line(digest.location), run_at)
+            if kept_line and prior.vouched_row(digest):
+                rows.manifest = {name: digest[i] for i, name in enumerate(ENTRY_FIELDS) if name != "stat_key"}
+                rows.manifest["run_at"] = run_at
+                rows.reemitted = Reemitted(kept_line, digest.rows_digest, tuple(digest[: len(ENTRY_FIELDS)]))
+                return rows
+        row = prior.read(digest.location)
         slugs = list(row.get("article_slugs") or ())
     else:
-        row, was = prior.read(digest.location), b""
+        row = prior.read(digest.location)
         kept: list[Row] = []
         for line in lines:
             try:
@@ -122,7 +126,6 @@ def prior_rows(
         "redaction_status": redaction_status(redacted),
         "internal_filtered": int(row.get("internal_filtered") or 0) + dropped,
     }
-    line = _as_before(was, row, fields) if was else b""
     row.update(fields)
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
@@ -130,35 +133,36 @@ def prior_rows(
         row["created_at"], row["updated_at"], row["locator_key"], row["stat_key"] = read
     for name in ("truncated", "locator_key", "stat_key", "rows_digest"):  # fields older rows lack
         row.setdefault(name, MANIFEST_DEFAULTS[name])
-    if line:  # its fields are all there, in the order they were written: the order of a row
-        rows.manifest = row
-        rows.reemitted = Reemitted(line, str(row["rows_digest"]), tuple(digest[: len(ENTRY_FIELDS)]))
-    else:
-        rows.manifest = rows_schema.ordered(row, "manifest")
+    rows.manifest = rows_schema.ordered(row, "manifest")
     return rows
 
 
-# The fields older rows lack (given their defaults when written again).
-_DEFAULTED = ("truncated", "locator_key", "stat_key", "rows_digest")
-_MISSING = object()
+def _only_run_at(digest: PriorSource, status: str, count: int, redaction: str) -> bool:
+    """Whether a trusted row re-emitted unread (no new times, no skip reason) would change in
+    nothing but run_at: every field prior_rows sets is the value it sets, of the type it sets
+    (``0 == False``, not their JSON). For a row of the final ledger the index vouches for (see
+    PriorState.vouched_row): every line there was written with all these fields (by build_rows,
+    or by prior_rows, which sets them), article_slugs a list, error a string."""
+    return (
+        not digest.from_journal
+        and status == "unchanged" == digest.parse_status
+        and type(digest.candidate_count) is int
+        and digest.candidate_count == count
+        and digest.redaction_status == redaction
+        and type(digest.internal_filtered) is int
+        and type(digest.error) is str
+    )
+
+
 _RUN_AT = b'"run_at":"'
 
 
-def _as_before(line: bytes, row: Row, fields: Row) -> bytes:
-    """``line`` (the prior manifest line, ``row`` its row) with the run_at of ``fields``, if
-    ``row`` updated with ``fields`` is ``row`` with only run_at changed (values of the same
-    type: ``0 == False``, not their JSON) and lacks none of the fields written again with
-    defaults; else b"". The line was written by :func:`kbtools.ingest.rows.dumps`, so the one
-    it writes for that row differs only in run_at's value (an ISO moment: nothing to escape)."""
-    if "run_at" not in row or any(name not in row for name in _DEFAULTED):
-        return b""
-    for name, new in fields.items():
-        old = row.get(name, _MISSING)
-        if name != "run_at" and (type(old) is not type(new) or old != new):
-            return b""
-    run_at = str(fields["run_at"])
+def _with_run_at(line: bytes, run_at: str) -> bytes:
+    """A manifest line written by :func:`kbtools.ingest.rows.dumps` with ``run_at`` as the
+    value of its one run_at field (an ISO moment: nothing in it to escape); b"" if the line
+    does not have exactly one such field with a plain value."""
     at = line.find(_RUN_AT)
-    if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or json.dumps(run_at) != f'"{run_at}"':
+    if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or json.dumps(run_at) != f'"{run_at}"' or not line.endswith(b"}\n"):
         return b""
     start = at + len(_RUN_AT)
     end = line.find(b'"', start)

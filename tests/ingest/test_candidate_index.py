@@ -142,29 +142,54 @@ def test_a_reemitted_manifest_line_is_the_one_its_row_encodes(env: IngestEnv) ->
         assert len({json.loads(line)["run_at"] for line in lines}) == 1
 
 
-def test_a_line_is_kept_only_when_nothing_but_run_at_changed() -> None:
-    from kbtools.ingest.reemit import _as_before
+def test_a_line_is_kept_only_when_nothing_but_run_at_changes(tmp_path: Path) -> None:
+    """The predicate and the splice of a manifest row re-emitted unparsed; and a row kept so
+    whose rows_digest the run then changes (its candidates marked again) is encoded anew."""
+    from kbtools.ingest.ledger_read import ENTRY_FIELDS, PriorSource
+    from kbtools.ingest.ledger_write import Reemitted, SourceRows, WriteSink
+    from kbtools.ingest.reemit import _only_run_at, _with_run_at
     from kbtools.ingest.rows import dumps
 
-    was = {
+    row = {
+        **{name: "" for name in ENTRY_FIELDS},
         "source_key": "k",
+        "tool": "omp",
         "parse_status": "unchanged",
         "redaction_status": "none:kb6",
         "candidate_count": 1,
         "article_slugs": [],
         "error": "",
+        "run_at": "2026-01-01T00:00:00.000Z",
         "truncated": False,
         "internal_filtered": 0,
-        "locator_key": "",
-        "stat_key": "",
         "rows_digest": "d",
-        "run_at": "2026-01-01T00:00:00.000Z",
     }
-    line = dumps(was)
-    later = {**was, "run_at": "2026-01-02T00:00:00.000Z"}
-    fields = {name: later[name] for name in ("parse_status", "candidate_count", "article_slugs", "run_at")}
-    assert _as_before(line, was, fields) == dumps(later)
-    for name, value in [("parse_status", "processed"), ("internal_filtered", False), ("candidate_count", 2)]:
-        assert _as_before(line, was, {**fields, name: value}) == b""
-    assert _as_before(line, was, {**fields, "extra": 1}) == b""
-    assert _as_before(line, {k: v for k, v in was.items() if k != "truncated"}, fields) == b""
+    later = {**row, "run_at": "2026-01-02T00:00:00.000Z"}
+    assert _with_run_at(dumps(row), str(later["run_at"])) == dumps(later)
+    assert _with_run_at(dumps({**row, "note": {"run_at": "x"}}), "y") == b""  # two of them
+    assert _with_run_at(dumps({k: v for k, v in row.items() if k != "run_at"}), "y") == b""
+    values = {name: "" for name in ENTRY_FIELDS} | {"parse_status": "unchanged", "redaction_status": "none:kb6"}
+    digest = PriorSource(**{**values, "candidate_count": 1, "internal_filtered": 0, "truncated": False})
+    assert _only_run_at(digest, "unchanged", 1, "none:kb6")
+    for other in [
+        digest._replace(parse_status="processed"),
+        digest._replace(candidate_count=2),
+        digest._replace(candidate_count=True),
+        digest._replace(internal_filtered=False),
+        digest._replace(redaction_status="redacted:kb6"),
+        digest._replace(from_journal=True),
+    ]:
+        assert not _only_run_at(other, "unchanged", 1, "none:kb6")
+    assert not _only_run_at(digest, "skipped", 1, "none:kb6")
+
+    sink = WriteSink(tmp_path, "run")
+    rows = SourceRows({"source_key": "k", "rows_digest": "d2"})  # the run marked its candidates again
+    rows.reemitted = Reemitted(dumps(later), "d", ("k",))
+    sink.emit(rows, journal=False)
+    kept = SourceRows({"source_key": "j", "rows_digest": "d"})
+    kept.reemitted = Reemitted(dumps({**later, "source_key": "j"}), "d", ("j",))
+    sink.emit(kept, journal=False)
+    sink.commit()
+    assert (tmp_path / "manifest.jsonl").read_bytes() == dumps({**later, "rows_digest": "d2"}) + dumps(
+        {**later, "source_key": "j"}
+    )
