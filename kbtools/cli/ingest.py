@@ -104,6 +104,7 @@ def register(app: typer.Typer) -> None:
         from kbtools.cli.common import ledger_dir, open_kb
         from kbtools.ingest import sources
         from kbtools.ingest.pipeline import IngestRequest, run_ingest
+        from kbtools.review.index_builder import IndexDraft
 
         config, layout = open_kb(root)
         flags = {
@@ -132,25 +133,29 @@ def register(app: typer.Typer) -> None:
         )
         terminal = sys.stderr.isatty()
         progress = _ProgressBar() if terminal else None
-        try:
-            summary = run_ingest(
-                request, progress=progress, on_discovered=progress.start if progress is not None else None
-            )
-        finally:
-            if progress is not None:
-                progress.close()
-        for warning in summary.warnings:
-            print(f"kb: WARNING: {warning}", file=sys.stderr)
-        from kbtools.review.run_report import cluster_settings, note_clusters_in_summary, review_run
+        with IndexDraft(request.output_dir) as draft:
+            try:
+                summary = run_ingest(
+                    request,
+                    progress=progress,
+                    on_discovered=progress.start if progress is not None else None,
+                    index_draft=draft,
+                )
+            finally:
+                if progress is not None:
+                    progress.close()
+            for warning in summary.warnings:
+                print(f"kb: WARNING: {warning}", file=sys.stderr)
+            from kbtools.review.run_report import cluster_settings, note_clusters_in_summary, review_run
 
-        payload = summary.as_dict()
-        review = None
-        if write:
-            review = review_run(request.output_dir, str(payload["run_id"]))
-            note_clusters_in_summary(request.output_dir, review)
-            payload["clusters"] = review.cluster_summary()
-        else:
-            payload["clusters"] = cluster_settings()
+            payload = summary.as_dict()
+            review = None
+            if write:
+                review = review_run(request.output_dir, str(payload["run_id"]), draft)
+                note_clusters_in_summary(request.output_dir, review)
+                payload["clusters"] = review.cluster_summary()
+            else:
+                payload["clusters"] = cluster_settings()
         print(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
         if terminal:
             print(_text_summary(payload, review, layout.rel(request.output_dir)), file=sys.stderr, end="")

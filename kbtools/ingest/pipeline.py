@@ -56,6 +56,7 @@ from kbtools.redact import Redactor
 if TYPE_CHECKING:
     from kbtools.derived.filter import DerivedFilter
     from kbtools.ingest.workers import WorkerPool
+    from kbtools.review.index_builder import IndexDraft
 
 # The journal is appended (and fsynced) once this many sources have new rows to journal.
 PARTIAL_EVERY = 100
@@ -199,10 +200,13 @@ def run_ingest(
     *,
     progress: Callable[[int], None] | None = None,
     on_discovered: Callable[[int], None] | None = None,
+    index_draft: IndexDraft | None = None,
 ) -> IngestSummary:
     """``progress`` is called with the number of sources done after each; ``on_discovered``,
     if given, once with the number of sources found before any is read (discovery is then
-    finished first, so that a progress bar has its total)."""
+    finished first, so that a progress bar has its total). ``index_draft`` is started on a
+    first run with workers (no prior ledgers): it builds the search index of the candidate
+    lines as they are written (:mod:`kbtools.review.index_builder`); the caller adopts it."""
     started = datetime.now(UTC)
     run_id = new_run_id(started)
     run_at = iso_moment(started)
@@ -220,6 +224,7 @@ def run_ingest(
     prior = PriorState()
     sink: WriteSink | None = None
     pool: WorkerPool | None = None
+    draft: IndexDraft | None = None
     try:
         prior.load(out)
         ctx = ProcessContext(
@@ -234,14 +239,22 @@ def run_ingest(
             racy_after_ns=int(started.timestamp() * 1e9) - RACY_NS,
             derived_key=derived_key(derived),
         )
+        if request.write:
+            from kbtools.review.index_builder import remove_draft
+
+            remove_draft(out)  # a killed run's
         if request.jobs > 1:  # else read_unit runs in the run's own process
             from kbtools.ingest.workers import WorkerPool
 
             # Made before any thread starts (see kbtools.ingest.workers); a worker closes the lock.
+            inherited: tuple[int, ...] = (lock,) if lock is not None else ()
+            if index_draft is not None and request.write and not prior.by_identity:
+                draft = index_draft
+                inherited += (draft.start(run_id, inherited),)
             pool = WorkerPool(
                 request.jobs,
                 lambda task: [read_unit(ref, ctx) for ref in task],
-                inherited=(lock,) if lock is not None else (),
+                inherited=inherited,
                 init=lambda: _warm_up(ctx),
             )
         if request.write:
@@ -249,6 +262,7 @@ def run_ingest(
             sink = WriteSink(out, run_id)
             sink.digest_context = digest_context(ctx.derived_key)
         state = _RunState(request, sink, ctx, prior)
+        state.draft = draft
         counts = state.counts
         from kbtools.ingest import sources
 
@@ -285,6 +299,8 @@ def run_ingest(
                 rows = prior_rows(prior, digest, ctx, status="skipped", skip_reason=NOT_SCANNED)
                 counts.carried_forward += 1
                 state.emit(rows, journal=False)
+        if draft is not None:
+            draft.end_feed()
         state.persist()
         summary = summary_of(
             run_id, started, datetime.now(UTC), sink is None, counts, state.dedup, prior, derived_settings
@@ -296,6 +312,8 @@ def run_ingest(
             write_reports(out, request.layout.checkpoint, summary, redactor)
         return IngestSummary(summary, tuple(warnings))
     except BaseException as exc:
+        if draft is not None:
+            draft.discard()
         if sink is not None:
             sink.abort()
         if isinstance(exc, OSError):
@@ -330,6 +348,7 @@ class _RunState:
         # (reused sources need no journal — they are in the prior ledgers).
         self.journalled = 0
         self.key_cache: dict[str, bytes] = {}
+        self.draft: IndexDraft | None = None  # fed the candidate lines as the sink writes them
 
     def take(self, outcome: UnitOutcome) -> None:
         if outcome.source_key in self.emitted:
@@ -401,6 +420,8 @@ class _RunState:
         self.counts.add(rows, duplicates)
         if self.sink is not None:
             self.sink.emit(rows, journal=journal)
+            if self.draft is not None:
+                self.draft.feed(rows.candidate_lines)
         self.journalled += journal
 
     def persist(self) -> None:

@@ -101,7 +101,7 @@ class WorkerPool:
             code = 1
             try:
                 theirs = [fd for w in self._workers for fd in (w.task_fd, w.result_fd)]
-                _become_worker(parent, (*inherited, *theirs, task_w, result_r))
+                become_worker(parent, (*inherited, *theirs, task_w, result_r))
                 _serve(task_r, result_w, self._func, init)
                 code = 0
             finally:
@@ -168,7 +168,7 @@ class WorkerPool:
             _close(worker.task_fd)
         for worker in self._workers:
             _close(worker.result_fd)
-            _reap(worker.pid)
+            reap(worker.pid)
         if self._workers:
             gc.unfreeze()  # what __init__ froze is the collector's again (a process may run on)
         self._workers.clear()
@@ -183,7 +183,9 @@ class WorkerPool:
         self.close()
 
 
-def _become_worker(parent: int, foreign: Sequence[int]) -> None:
+def become_worker(parent: int, foreign: Sequence[int]) -> None:
+    """What a process forked by the run does first (a worker, or the search index's builder:
+    :mod:`kbtools.review.index_builder`)."""
     # Ctrl-C in a terminal reaches the whole process group: the run decides what an
     # interrupt means, and a worker interrupted mid-frame would leave it waiting.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -226,7 +228,7 @@ def _read_exact(worker: _Worker, size: int) -> bytes:
     while size:
         chunk = os.read(worker.result_fd, min(size, 1 << 20))
         if not chunk:
-            status = _reap(worker.pid)
+            status = reap(worker.pid)
             how = f"signal {-status}" if status < 0 else f"exit {status}"
             raise WorkerDied(
                 f"an ingest worker process ended ({how}) with {int(worker.owed is not None)} task(s) unfinished"
@@ -243,8 +245,8 @@ def _close(fd: int) -> None:
         pass
 
 
-def _reap(pid: int) -> int:
-    """The worker's exit code (negative: the signal that ended it); 0 if already reaped."""
+def reap(pid: int) -> int:
+    """A child's exit code (negative: the signal that ended it); 0 if already reaped."""
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:

@@ -52,7 +52,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from kbtools.errors import KbError
 from kbtools.fsio import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir, open_private, stat_key
-from kbtools.ingest.ledger import SUMMARY_FILE, ledger_path
+from kbtools.ingest.ledger import SUMMARY_FILE, crash_point, ledger_path
 from kbtools.review.rows import Row
 
 if TYPE_CHECKING:
@@ -276,13 +276,19 @@ def _open(output_dir: Path, *, force_new: bool = False) -> tuple[sqlite3.Connect
             reason = "damaged"
         else:
             con.close()
+    con = _create(path)
+    _stamp(path, output_dir)
+    return con, reason
+
+
+def _create(path: Path) -> sqlite3.Connection:
+    """A new, empty index at ``path`` (whatever was there removed), opened."""
     _remove(path)
-    ensure_private_dir(output_dir)
+    ensure_private_dir(path.parent)
     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
     con = _connect(path)
     con.executescript(_SCHEMA)
-    _stamp(path, output_dir)
-    return con, reason
+    return con
 
 
 def _trust(con: sqlite3.Connection, path: Path, output_dir: Path) -> str:
@@ -354,8 +360,14 @@ def _open_ledger(path: Path) -> Iterator[IO[bytes]]:
 def _ledger_lines(ledger: IO[bytes]) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines of ``ledger`` from its start, each with its offset."""
     ledger.seek(0)
+    yield from _lines_of(ledger)
+
+
+def _lines_of(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of ``stream`` (a file, or a pipe the ledger's bytes are fed
+    through), each with its offset from where it was when read."""
     offset = 0
-    for line in ledger:
+    for line in stream:
         if line.strip():
             yield offset, line
         offset += len(line)
@@ -403,11 +415,7 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
     path = ledger_path(output_dir, "candidates")
     run = run_id or last_run_id(output_dir)
     with _open_ledger(path) as ledger:
-        # One version of the ledger, whatever is renamed over it meanwhile.
-        try:
-            ledger_stamp = json.dumps(list(stat_key(os.fstat(ledger.fileno()))))
-        except (OSError, ValueError, io.UnsupportedOperation):  # no ledger yet
-            ledger_stamp = ""
+        ledger_stamp = _ledger_stamp(ledger)
         if (
             ledger_stamp
             and ledger_stamp == _meta(con, "ledger_stamp")
@@ -443,6 +451,15 @@ def _sync_candidates(con: sqlite3.Connection, output_dir: Path, run_id: str | No
     con.execute("COMMIT")
     _stamp(index_path(output_dir), output_dir)
     return done.added, done.removed, read
+
+
+def _ledger_stamp(ledger: IO[bytes]) -> str:
+    """The open ledger's size, mtime and inode: one version of it, whatever is renamed over
+    it meanwhile ("" when there is no ledger yet)."""
+    try:
+        return json.dumps(list(stat_key(os.fstat(ledger.fileno()))))
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return ""
 
 
 @dataclass
@@ -507,16 +524,69 @@ def _sync_every_line(
     the rows that stay changed order, and how many lines were read."""
     from kbtools.review import source_sync
 
+    lines = _match_lines(con, ledger)
+    fresh_at, position_at = lines.fresh_at, lines.position_at
+    # New places of the rows that stay, in the old order.
+    survivors = [lines.seen[d] for d in sorted(lines.seen, key=lines.stored_position.__getitem__)]
+    # A second pass over the open file parses only the lines not indexed, so the rows are never
+    # all held at once.
+    fresh = ((line, fresh_at[p], p) for offset, line in _ledger_lines(ledger) if (p := position_at[offset]) in fresh_at)
+    done = _write_candidates(con, lines.gone(), lines.moved(), fresh if fresh_at else (), run)
+    source_sync.write_sources(con, lines.source_rows(sources, done), replace_all=True)
+    return done, any(a > b for a, b in itertools.pairwise(survivors)), len(position_at)
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The ledger's lines matched with the rows the index holds, by line hash."""
+
+    known: dict[str, int]  # line hash of a row → its row id
+    stored_position: dict[str, int]  # line hash of a row → its position
+    seen: dict[str, int]  # hash of a line indexed → its position in the ledger
+    fresh_at: dict[int, str]  # position of a line not indexed yet → its hash
+    position_at: dict[int, int]  # offset of a line → its position
+
+    def gone(self) -> list[int]:
+        return [self.known[d] for d in self.known.keys() - self.seen.keys()]
+
+    def moved(self) -> list[tuple[int, int]]:
+        return [(p, self.known[d]) for d, p in self.seen.items() if self.stored_position[d] != p]
+
+    def exact(self) -> bool:
+        """Every line has its row at its position, every row its line, nothing twice."""
+        return not self.fresh_at and len(self.seen) == len(self.known) == len(self.position_at) and not self.moved()
+
+    def source_rows(
+        self, sources: list[LedgerSource] | None, done: _Written
+    ) -> list[tuple[LedgerSource, list[int], list[int]]]:
+        """What :func:`kbtools.review.source_sync.write_sources` records of ``sources`` once
+        ``done`` inserted the fresh lines: nothing unless every line is a row of its own (no
+        line twice, no id replaced), the rows then mapping to the lines."""
+        if sources is None or done.replaced or len(self.seen) + len(self.fresh_at) != len(self.position_at):
+            return []
+        id_at = dict(zip(self.fresh_at, done.ids, strict=True))
+        id_at.update((p, self.known[d]) for d, p in self.seen.items())
+        rows = []
+        for source in sources:
+            at = [self.position_at.get(offset, -1) for offset in source.starts[:-1]]
+            if -1 in at:
+                return []
+            rows.append((source, at, [id_at[p] for p in at]))
+        return rows
+
+
+def _match_lines(con: sqlite3.Connection, ledger: IO[bytes]) -> _Lines:
+    """Every line of the ledger hashed and matched with the rows (the lines not kept)."""
+    from kbtools.review import source_sync
+
     known: dict[str, int] = {}
     stored_position: dict[str, int] = {}
     for line_hash, row_id, position in con.execute("SELECT line_hash, id, position FROM candidate"):
         known[line_hash] = row_id
         stored_position[line_hash] = position
-    # Two passes over the open file: the first hashes the lines, the second parses only those
-    # not indexed, so the rows are never all held at once.
-    seen: dict[str, int] = {}  # line hash → its position in the ledger
-    fresh_at: dict[int, str] = {}  # position of a line not indexed yet → its hash
-    position_at: dict[int, int] = {}  # offset of a line → its position
+    seen: dict[str, int] = {}
+    fresh_at: dict[int, str] = {}
+    position_at: dict[int, int] = {}
     for number, (offset, line) in enumerate(_ledger_lines(ledger)):
         position = number * source_sync.GAP
         position_at[offset] = position
@@ -525,24 +595,65 @@ def _sync_every_line(
             seen[digest] = position
         else:
             fresh_at[position] = digest
-    gone = [known[d] for d in known.keys() - seen.keys()]
-    moved = [(p, known[d]) for d, p in seen.items() if stored_position[d] != p]
-    survivors = [seen[d] for d in sorted(seen, key=stored_position.__getitem__)]  # new places, in the old order
-    fresh = ((line, fresh_at[p], p) for offset, line in _ledger_lines(ledger) if (p := position_at[offset]) in fresh_at)
-    done = _write_candidates(con, gone, moved, fresh if fresh_at else (), run)
-    rows: list[tuple[source_sync.LedgerSource, list[int], list[int]]] = []
-    # Every line a row of its own (no line twice, no id replaced): the rows map to the lines.
-    if sources is not None and not done.replaced and len(seen) + len(fresh_at) == len(position_at):
-        id_at = dict(zip(fresh_at, done.ids, strict=True))
-        id_at.update((p, known[d]) for d, p in seen.items())
-        for source in sources:
-            at = [position_at.get(offset, -1) for offset in source.starts[:-1]]
-            if -1 in at:
-                rows = []
-                break
-            rows.append((source, at, [id_at[p] for p in at]))
-    source_sync.write_sources(con, rows, replace_all=True)
-    return done, any(a > b for a, b in itertools.pairwise(survivors)), len(position_at)
+    return _Lines(known, stored_position, seen, fresh_at, position_at)
+
+
+def build_draft(path: Path, ledger: IO[bytes], run: str) -> None:
+    """A new index at ``path`` holding the candidate rows of the ledger whose bytes ``ledger``
+    streams (a pipe: read once, to its end), as :func:`_sync_every_line` writes them into an
+    empty index: numbered afresh, first seen in ``run``. Nothing that needs the whole ledger
+    on disk (the clusters, the source rows, the ledger's stamp): :func:`adopt_draft` adds it."""
+    from kbtools.review import source_sync
+
+    with closing(_create(path)) as con:
+        con.execute("BEGIN IMMEDIATE")
+        fresh = ((line, _line_hash(line), n * source_sync.GAP) for n, (_, line) in enumerate(_lines_of(ledger)))
+        _write_candidates(con, [], [], fresh, run)
+        con.execute("COMMIT")
+
+
+def adopt_draft(output_dir: Path, draft: Path, run: str) -> IndexUpdate | None:
+    """The index a run built while it wrote the ledger (:func:`build_draft`, ``draft``) made
+    the search index: when there is none yet and the candidate ledger on disk holds exactly the
+    lines it was built from, in their order, it is completed as :func:`update_index` would
+    complete a fresh build (source rows, clusters, meta), stamped and renamed into place.
+    None when it cannot be: the draft is then left for the caller to delete, and the index
+    untouched."""
+    from kbtools.review import source_sync
+
+    live = index_path(output_dir)
+    with _index_lock(output_dir):
+        if live.exists():
+            return None  # made meanwhile (a search in another process): brought in step as usual
+        try:
+            with closing(_connect(draft)) as con:
+                (version,) = con.execute("PRAGMA user_version").fetchone()
+                if version != SCHEMA_VERSION:
+                    return None
+                with _open_ledger(ledger_path(output_dir, "candidates")) as ledger:
+                    ledger_stamp = _ledger_stamp(ledger)
+                    con.execute("BEGIN IMMEDIATE")
+                    lines = _match_lines(con, ledger)
+                    if not lines.exact():
+                        con.execute("ROLLBACK")
+                        return None
+                    sources = source_sync.vouched_sources(output_dir, ledger)
+                    rows = lines.source_rows(sources, _Written(0, 0, [], [], False))
+                    source_sync.write_sources(con, rows, replace_all=True)
+                if lines.known:
+                    _recluster(con, [], reordered=False)
+                _set_meta(con, ledger_stamp=ledger_stamp, last_run=run)
+                con.execute("COMMIT")
+                counts = _cluster_counts(con)
+            # The stamp first: a rename keeps size, mtime and inode, so the index is trusted
+            # from the moment it is in place, and a crash before leaves no index.
+            _stamp(draft, output_dir)
+            crash_point("draft-stamped")
+            _remove(live)  # a journal left beside an index deleted by hand
+            os.replace(draft, live)
+        except (sqlite3.DatabaseError, OSError):
+            return None
+    return IndexUpdate("missing", len(lines.known), 0, True, len(lines.position_at), 0, *counts)
 
 
 def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> int:

@@ -9,11 +9,15 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbtools.fsio import atomic_write_text
 from kbtools.ingest.ledger import SUMMARY_FILE, iter_ledger, ledger_path
 from kbtools.review import clusters
 from kbtools.review.index import IndexUpdate, index_path, update_index
+
+if TYPE_CHECKING:
+    from kbtools.review.index_builder import IndexDraft
 
 MAX_FAILURES_NAMED = 3
 
@@ -96,9 +100,11 @@ def cluster_settings() -> dict[str, object]:
     return {**clusters.PARAMS, "clusters": None, "clustered_candidates": None}
 
 
-def review_run(output_dir: Path, run_id: str) -> RunReview:
-    """After ``--write``: the index in step with the ledgers (the run per agent read when asked for)."""
-    return RunReview(update_index(output_dir, run_id=run_id), output_dir, run_id)
+def review_run(output_dir: Path, run_id: str, draft: IndexDraft | None = None) -> RunReview:
+    """After ``--write``: the index in step with the ledgers (the run per agent read when asked
+    for); made of ``draft`` if the run built one and it holds the ledger's candidates."""
+    update = draft.adopt(run_id) if draft is not None else None
+    return RunReview(update or update_index(output_dir, run_id=run_id), output_dir, run_id)
 
 
 def note_clusters_in_summary(output_dir: Path, review: RunReview) -> None:
