@@ -53,12 +53,25 @@ def enabled() -> bool:
     return os.environ.get(NO_CACHE_ENV, "") != "1"
 
 
-def read(output_dir: Path, name: str) -> Any:  # what marshal gives
+# What this process last wrote of each cache, by path, with the (size, mtime, inode) of the file
+# it wrote: a reader that changes nothing of it (shared=True) is given it without reading the
+# file again (kb review reads the ledger index ingest has just written).
+_WRITTEN: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+
+
+def read(output_dir: Path, name: str, *, shared: bool = False) -> Any:  # what marshal gives
     """What :func:`write` stored as ``name``; None when it is absent, damaged (the
     checksum is against damage, not forgery: whoever can write it can write the
-    ledgers) or of another format."""
+    ledgers) or of another format. ``shared``: the caller changes nothing of what it is
+    given, which may then be what this process wrote, if the file is still the one it wrote."""
     if not enabled():
         return None
+    if shared and (kept := _WRITTEN.get(output_dir / name)) is not None:
+        try:
+            if stat_key(os.stat(output_dir / name)) == kept[0]:
+                return kept[1]
+        except OSError:
+            return None
     try:
         found, stored, payload = marshal.loads((output_dir / name).read_bytes())
         if found != _FORMATS[name] or stored != zlib.crc32(payload):
@@ -73,10 +86,11 @@ def write(output_dir: Path, name: str, data: Any) -> None:  # what marshal takes
     if not enabled():
         return
     payload = marshal.dumps(data)
+    path = output_dir / name
+    _WRITTEN.pop(path, None)
     try:
-        atomic_write_bytes(
-            output_dir / name, [marshal.dumps((_FORMATS[name], zlib.crc32(payload), payload))], durable=False
-        )
+        atomic_write_bytes(path, [marshal.dumps((_FORMATS[name], zlib.crc32(payload), payload))], durable=False)
+        _WRITTEN[path] = (stat_key(os.stat(path)), data)
     except OSError:
         pass  # only a cache: the next run does without
 

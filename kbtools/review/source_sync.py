@@ -60,7 +60,7 @@ def vouched_sources(output_dir: Path, ledger: IO[bytes]) -> list[LedgerSource] |
         st = os.fstat(ledger.fileno())
     except (OSError, ValueError, AttributeError):  # no file (an empty ledger)
         return None
-    part = caches.index_part(caches.read(output_dir, caches.LEDGER_INDEX_FILE), "candidates", st)
+    part = caches.index_part(caches.read(output_dir, caches.LEDGER_INDEX_FILE, shared=True), "candidates", st)
     try:
         _, digests, spans = part
         found = [LedgerSource(key, str(digests.get(key) or ""), list(starts)) for key, starts in spans.items()]

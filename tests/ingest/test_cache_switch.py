@@ -69,3 +69,28 @@ def test_caches_off_reuse_nothing_unread(env: IngestEnv, monkeypatch: pytest.Mon
     monkeypatch.setenv(NO_CACHE_ENV, "1")
     summary, _ = env.run()
     assert summary["reused_unread"] == 0 and summary["unchanged"] == cached["unchanged"] > 0
+
+
+def test_a_shared_read_is_what_this_process_wrote_while_the_file_is_the_one_it_wrote(tmp_path: Path) -> None:
+    """A reader that changes nothing is given what was written, without reading the file, as
+    long as the file is still the one written; a file replaced since (another process, by hand)
+    is read."""
+    import marshal
+    import os
+    import zlib
+
+    from kbtools.ingest import caches
+
+    data = {"candidates": ((1, 2, 3), ("context", {"k": "d"}, {"k": [0, 10]}))}
+    caches.write(tmp_path, caches.LEDGER_INDEX_FILE, data)
+    assert caches.read(tmp_path, caches.LEDGER_INDEX_FILE, shared=True) is data
+    assert caches.read(tmp_path, caches.LEDGER_INDEX_FILE) == data
+    other = {"candidates": ((4, 5, 6), ("context", {}, {}))}
+    payload = marshal.dumps(other)
+    fmt = caches._FORMATS[caches.LEDGER_INDEX_FILE]
+    replaced = tmp_path / "replaced"
+    replaced.write_bytes(marshal.dumps((fmt, zlib.crc32(payload), payload)))
+    os.replace(replaced, tmp_path / caches.LEDGER_INDEX_FILE)  # as another writer does: a new file
+    assert caches.read(tmp_path, caches.LEDGER_INDEX_FILE, shared=True) == other
+    (tmp_path / caches.LEDGER_INDEX_FILE).write_bytes(b"damaged")
+    assert caches.read(tmp_path, caches.LEDGER_INDEX_FILE, shared=True) is None
