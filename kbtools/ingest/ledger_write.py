@@ -192,6 +192,8 @@ class WriteSink:
         if journal:
             self._pending["candidates"].extend(self._tagged(line) for line in lines)
         for name, items in (("rejected", rows.rejected), ("events", rows.events)):
+            if not items:  # most sources: nothing to write
+                continue
             data = [dumps(row) for row in items]
             self._final[name].write(b"".join(data))
             if journal:

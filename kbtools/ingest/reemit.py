@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import marshal
+import operator
 from collections.abc import Iterable, Sequence
 
 from kbtools.ingest import rows as rows_schema
@@ -88,7 +89,7 @@ def prior_rows(
             # Written by this writer and unchanged but for run_at: its line is kept, unparsed.
             kept_line = _with_run_at(prior.read_line(digest.location), run_at)
             if kept_line and prior.vouched_row(digest):
-                rows.manifest = {name: digest[i] for i, name in enumerate(ENTRY_FIELDS) if name != "stat_key"}
+                rows.manifest = dict(zip(_KEPT_FIELDS, operator.itemgetter(*_KEPT_AT)(digest), strict=True))
                 rows.manifest["run_at"] = run_at
                 rows.reemitted = Reemitted(kept_line, digest.rows_digest, tuple(digest[: len(ENTRY_FIELDS)]))
                 return rows
@@ -155,6 +156,15 @@ def _only_run_at(digest: PriorSource, status: str, count: int, redaction: str) -
 
 
 _RUN_AT = b'"run_at":"'
+# What a manifest row kept unparsed holds: its entry's fields but stat_key (kept as JSON there).
+_KEPT_FIELDS = tuple(name for name in ENTRY_FIELDS if name != "stat_key")
+_KEPT_AT = tuple(ENTRY_FIELDS.index(name) for name in _KEPT_FIELDS)
+
+
+@functools.lru_cache(maxsize=4)
+def _plain(value: str) -> bool:
+    """Whether JSON writes ``value`` as it is between its quotes (a run's run_at, asked once)."""
+    return json.dumps(value) == f'"{value}"'
 
 
 def _with_run_at(line: bytes, run_at: str) -> bytes:
@@ -162,7 +172,7 @@ def _with_run_at(line: bytes, run_at: str) -> bytes:
     value of its one run_at field (an ISO moment: nothing in it to escape); b"" if the line
     does not have exactly one such field with a plain value."""
     at = line.find(_RUN_AT)
-    if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or json.dumps(run_at) != f'"{run_at}"' or not line.endswith(b"}\n"):
+    if at < 0 or line.find(_RUN_AT, at + 1) >= 0 or not _plain(run_at) or not line.endswith(b"}\n"):
         return b""
     start = at + len(_RUN_AT)
     end = line.find(b'"', start)
