@@ -73,6 +73,8 @@ class _Output(Protocol):
 
 
 BUFFER = 1 << 20
+# Linux only; elsewhere the ranges are read and written by the process.
+_copy_file_range = getattr(os, "copy_file_range", None)
 
 
 class RangeWriter:
@@ -130,9 +132,9 @@ class RangeWriter:
         assert self._range is not None
         fd, start, end = self._range
         self._range = None
-        while start < end:
+        while _copy_file_range is not None and start < end:
             try:
-                done = os.copy_file_range(fd, self._fd, end - start, start)
+                done = _copy_file_range(fd, self._fd, end - start, start)
             except OSError:  # not between these files (another file system, an old kernel)
                 done = 0
             if not done:  # a file shorter than its index says is caught by the size check below

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kbtools.ingest.ledger import ledger_path, remove_stale_files
 from kbtools.ingest.ledger_read import PriorState
 from kbtools.ingest.ledger_write import SourceRows, WriteSink
@@ -180,11 +182,21 @@ def test_prior_rows_read_right_while_a_forked_worker_reads_the_same_open_files(t
         prior.close()
 
 
-def test_a_range_writer_writes_bytes_and_copied_ranges_in_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kernel_copy", [True, False], ids=["copy_file_range", "no-copy_file_range"])
+def test_a_range_writer_writes_bytes_and_copied_ranges_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+) -> None:
     """Bytes and byte ranges of other files (adjacent ones copied in one call, others apart),
     in the order given; a source on another file system (tmpfs, when there is one) gives the
-    same bytes, by the kernel or by the read-and-write fallback."""
+    same bytes, by the kernel or by the read-and-write fallback — which is all a platform
+    without os.copy_file_range (macOS, Windows) has."""
+    from kbtools.ingest import ledger_write
     from kbtools.ingest.ledger_write import BUFFER, RangeWriter
+
+    if not kernel_copy:
+        monkeypatch.setattr(ledger_write, "_copy_file_range", None)
+    elif ledger_write._copy_file_range is None:
+        pytest.skip("no os.copy_file_range on this platform")
 
     data = bytes(range(256)) * 64
     roots = [tmp_path, *([Path("/dev/shm")] if Path("/dev/shm").is_dir() else [])]
