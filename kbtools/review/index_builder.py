@@ -22,7 +22,9 @@ moment leaves no index or a trusted one (crash point ``draft-stamped``, between 
 The run's thread never waits on the builder while the workers need it: the lines go in
 writes of :data:`FEED_BATCH` or more, to a pipe made :data:`PIPE_SIZE`, without blocking; what
 does not fit waits in the run's memory and goes with the next write, the rest once the run has
-emitted everything. (On a 185 MB store the pipe never filled: the builder keeps up.)
+emitted everything. (On a 185 MB store the pipe never filled: the builder keeps up.) A
+builder so far behind that more than :data:`MAX_BACKLOG` bytes wait is stopped and its draft
+deleted: the run's memory stays flat, and the index is built after the run as without one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 DRAFT_FILE = "search-index.draft"
 PIPE_SIZE = 1 << 20  # the feed's pipe (Linux F_SETPIPE_SZ; an unprivileged process may ask this much)
 FEED_BATCH = 1 << 16  # bytes of lines sent in one write (a source's lines are 17 KB on average)
+MAX_BACKLOG = 32 << 20  # bytes of lines waiting for the pipe beyond which the builder is given up
 _F_SETPIPE_SZ = 1031
 
 
@@ -63,6 +66,7 @@ class IndexDraft:
         self._pid = 0
         self._fd = -1  # the feed's write end
         self._backlog: deque[memoryview] = deque()
+        self._backlog_size = 0
         self._pending: list[bytes] = []  # lines not in the backlog yet (less than FEED_BATCH)
         self._pending_size = 0
 
@@ -108,10 +112,13 @@ class IndexDraft:
         if self._pending_size >= FEED_BATCH:
             self._batch()
             self._flush()
+            if self._backlog_size > MAX_BACKLOG:
+                self.discard()  # the index is built after the run instead
 
     def _batch(self) -> None:
         if self._pending:
             self._backlog.append(memoryview(b"".join(self._pending)))
+            self._backlog_size += self._pending_size
             self._pending.clear()
             self._pending_size = 0
 
@@ -140,6 +147,7 @@ class IndexDraft:
         while self._backlog:
             head = self._backlog[0]
             written = os.write(self._fd, head)
+            self._backlog_size -= written
             if written < len(head):
                 self._backlog[0] = head[written:]
             else:
@@ -148,6 +156,7 @@ class IndexDraft:
     def _close_feed(self) -> None:
         self._pending.clear()
         self._backlog.clear()
+        self._backlog_size = 0
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

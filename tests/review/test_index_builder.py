@@ -4,6 +4,7 @@ happens to the builder, the run or the ledger meanwhile."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -295,3 +296,33 @@ def test_remove_draft_removes_a_leftover_and_its_journal(tmp_path: Path) -> None
         (tmp_path / name).write_bytes(b"left by a killed run")
     index_builder.remove_draft(tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_builder_too_far_behind_is_given_up_and_the_run_keeps_its_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A builder that stops taking lines (here: stopped by SIGSTOP) is killed and its draft
+    deleted once more than MAX_BACKLOG bytes wait for the pipe: the lines are dropped, not
+    held, and adopting gives None (the index is built after the run the usual way)."""
+    monkeypatch.setattr(index_builder, "MAX_BACKLOG", 4 << 20)
+    draft = IndexDraft(tmp_path)
+    draft.start("kb-ingest-20261203T000000000000Z", ())
+    pid = draft._pid
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        line = b'{"candidate_id":"c","text":"' + b"x" * 16_000 + b'"}\n'
+        fed = 0
+        while draft.started and fed < 64 << 20:
+            draft.feed([line] * 4)
+            fed += 4 * len(line)
+        assert not draft.started
+        assert fed <= (4 << 20) + index_builder.PIPE_SIZE + 2 * index_builder.FEED_BATCH
+        assert draft._backlog_size == 0 and not draft._backlog
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # killed and reaped
+        assert not (tmp_path / DRAFT_FILE).exists()
+        assert draft.adopt("kb-ingest-20261203T000000000000Z") is None
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
