@@ -18,7 +18,8 @@ journal's manifest part is deleted and before the rest is) — then
 reruns to completion (the dead run's lock must not block it) and checks:
 
 - the ledgers equal the reference's, apart from ``run_at``;
-- no ``*.partial.jsonl`` and no ``.*.tmp`` file is left behind;
+- no ``*.partial.jsonl``, no ``.*.tmp`` and no search-index draft is left behind;
+- the search index is trusted and in step with the ledgers (nothing to rebuild, add or remove);
 - no source and no candidate is written twice.
 
 Prints one JSON line per kill and a summary line; exit status 1 on any failure.
@@ -47,6 +48,8 @@ from corpus.append import append_turns  # noqa: E402
 
 from kbtools.ingest.ledger import ledger_path  # noqa: E402
 from kbtools.ingest.rows import LEDGERS  # noqa: E402
+from kbtools.review.index import update_index  # noqa: E402
+from kbtools.review.index_builder import DRAFT_FILE  # noqa: E402
 
 NAMED_POINTS = (
     "journal-candidates",
@@ -55,6 +58,7 @@ NAMED_POINTS = (
     "rename-events",
     "rename-manifest",
     "unlink-manifest",
+    "draft-stamped",  # a first run's search index: stamped, not yet renamed into place
 )
 AN_HOUR_NS = 3_600_000_000_000
 
@@ -134,9 +138,12 @@ def problems(out: Path, reference: dict[str, list[dict[str, object]]]) -> list[s
     ids = [row["candidate_id"] for row in got["candidates"]]
     if len(set(keys)) != len(keys) or len(set(ids)) != len(ids):
         found.append("a source or candidate written twice")
-    litter = sorted(p.name for p in [*out.glob("*.partial.jsonl"), *out.glob(".*.tmp")])
+    litter = sorted(p.name for p in [*out.glob("*.partial.jsonl"), *out.glob(".*.tmp"), *out.glob(DRAFT_FILE + "*")])
     if litter:
         found.append(f"left behind: {', '.join(litter)}")
+    update = update_index(out)
+    if update.rebuilt or update.added or update.removed:
+        found.append(f"search index not in step after the rerun: {update}")
     return found
 
 
@@ -172,7 +179,8 @@ def drill(corpus: Path, work: Path, *, kills: int, seed: int, jobs: int, report:
     moments += list(NAMED_POINTS)[:kills]
     failures = 0
     for number, moment in enumerate(moments):
-        start = "grown" if number % 2 else "fresh"
+        # A search-index draft is made only by a first run.
+        start = "fresh" if moment == "draft-stamped" or not number % 2 else "grown"
         out = work / "run"
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(states[start], out)
