@@ -112,7 +112,9 @@ def crash_point(name: str) -> None:
     it (bench/crash_drill.py and the crash tests; unset, it costs a dict lookup).
     Points: ``journal-<ledger>`` after that partial file is appended and fsynced,
     ``rename-<ledger>`` after that final ledger is renamed into place,
-    ``unlink-<ledger>`` after that partial file is deleted."""
+    ``unlink-<ledger>`` after that partial file is deleted, ``draft-stamped`` after a first
+    run's search-index draft is stamped and before it is renamed into place
+    (:func:`kbtools.review.index.adopt_draft`)."""
     if os.environ.get(CRASH_ENV) == name:
         import signal
 
