@@ -221,11 +221,7 @@ class PriorState:
         return b"".join(pieces)
 
     def read(self, location: tuple[int, int]) -> Row:
-        return self.row_of(self.read_line(location))
-
-    @staticmethod
-    def row_of(line: bytes) -> Row:
-        row: dict[str, Any] = json.loads(line)
+        row: dict[str, Any] = json.loads(self.read_line(location))
         row.pop(RUN_TAG, None)
         return row
 

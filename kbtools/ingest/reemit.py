@@ -87,8 +87,8 @@ def prior_rows(
         redacted = redacted or any(b'"redactions":[' in line and b'"redactions":[]' not in line for line in lines)
         if read is None and skip_reason is None and _only_run_at(digest, status, count, redaction_status(redacted)):
             # Written by this writer and unchanged but for run_at: its line is kept, unparsed.
-            kept_line = _with_run_at(prior.read_line(digest.location), run_at)
-            if kept_line and prior.vouched_row(digest):
+            kept_line = _with_run_at(prior.read_line(digest.location), run_at) if prior.vouched_row(digest) else b""
+            if kept_line:
                 rows.manifest = dict(zip(_KEPT_FIELDS, operator.itemgetter(*_KEPT_AT)(digest), strict=True))
                 rows.manifest["run_at"] = run_at
                 rows.reemitted = Reemitted(kept_line, digest.rows_digest, tuple(digest[: len(ENTRY_FIELDS)]))
@@ -118,16 +118,15 @@ def prior_rows(
     if dropped and not any(r.get("reason") == INTERNAL_FILTERED for r in rejected):
         rejected.append(rejection(key, INTERNAL_FILTERED, run_at))
     error = str(row.get("error", ""))
-    fields: Row = {
-        "parse_status": status,
-        "candidate_count": len(rows.candidate_lines),
-        "article_slugs": slugs,
-        "error": error if current else redact_error(ctx.redactor, error),
-        "run_at": run_at,
-        "redaction_status": redaction_status(redacted),
-        "internal_filtered": int(row.get("internal_filtered") or 0) + dropped,
-    }
-    row.update(fields)
+    row.update(
+        parse_status=status,
+        candidate_count=len(rows.candidate_lines),
+        article_slugs=slugs,
+        error=error if current else redact_error(ctx.redactor, error),
+        run_at=run_at,
+        redaction_status=redaction_status(redacted),
+        internal_filtered=int(row.get("internal_filtered") or 0) + dropped,
+    )
     if skip_reason is not None:
         row["skip_reason"] = skip_reason
     if read is not None:

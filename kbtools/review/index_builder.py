@@ -79,7 +79,6 @@ class IndexDraft:
         it closes ``inherited``. Returns the feed's descriptor, which other children close."""
         from kbtools.ingest.workers import become_worker
 
-        remove_draft(self.output_dir)
         read_end, write_end = os.pipe()
         try:
             import fcntl
