@@ -152,7 +152,12 @@ def normalised(text: str) -> str:
     """The words FTS5 indexes: the derived filter's normal form, space-separated."""
     from kbtools.derived.normalise import tokens
 
-    return b" ".join(tokens(text)).decode("utf-8", "replace")
+    return _joined(tokens(text))
+
+
+def _joined(words: list[bytes]) -> str:
+    """Normalised words (:func:`kbtools.derived.normalise.tokens`) as :func:`normalised` gives them."""
+    return b" ".join(words).decode("utf-8", "replace")
 
 
 _QUERY_PIECE = re.compile(r'"([^"]*)"|(\S+)')
@@ -368,7 +373,7 @@ def _lines_of(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     through), each with its offset from where it was when read."""
     offset = 0
     for line in stream:
-        if line.strip():
+        if line and not line.isspace():  # what line.strip() keeps, without copying the line
             yield offset, line
         offset += len(line)
 
@@ -386,15 +391,29 @@ def candidate_title(row: Row) -> str:
 
 
 def _candidate_columns(row: Row) -> tuple[str, str, str, str]:
+    return _indexed(row)[0]
+
+
+def _indexed(row: Row) -> tuple[tuple[str, str, str, str], bytes]:
+    """A candidate's FTS columns (the normalised words of its topic, prompt, text and
+    conclusions) and its clustering features (:func:`_cluster_features`), shingled from the
+    words as normalised rather than from the columns encoded and split again: the same words,
+    as the normal form is UTF-8 (a lone surrogate is not a word character, so it went)."""
+    from kbtools.derived.normalise import tokens
+    from kbtools.review.clusters import packed_features
+
     conclusions = "\n".join(
         _as_text(row.get(name)) for name in ("root_cause", "final_solution", "error_messages", "symptoms")
     )
-    return (
-        normalised(str(row.get("topic") or "").replace(" / ", " ")),
-        normalised(str(row.get("user_goal") or "")),
-        normalised(str(row.get("text") or "")),
-        normalised(conclusions),
+    goal_words, end_words = tokens(str(row.get("user_goal") or "")), tokens(conclusions)
+    goal, end = _joined(goal_words), _joined(end_words)
+    columns = (
+        _joined(tokens(str(row.get("topic") or "").replace(" / ", " "))),
+        goal,
+        _joined(tokens(str(row.get("text") or ""))),
+        end,
     )
+    return columns, packed_features(goal_words + end_words)
 
 
 def last_run_id(output_dir: Path) -> str:
@@ -659,7 +678,7 @@ def adopt_draft(output_dir: Path, draft: Path, run: str) -> IndexUpdate | None:
 def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> int:
     """One candidate into the index: its side-table row (with its clustering features, not
     placed in a cluster yet) and its FTS row. Returns its row id."""
-    columns = _candidate_columns(row)
+    columns, features = _indexed(row)
     cur = con.execute(
         "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
         " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -677,9 +696,7 @@ def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, positio
         ),
     )
     # Apart from the row, so that moving a row (a session before it grew) does not rewrite them.
-    con.execute(
-        "INSERT INTO candidate_features(id, features) VALUES(?, ?)", (cur.lastrowid, _cluster_features(columns))
-    )
+    con.execute("INSERT INTO candidate_features(id, features) VALUES(?, ?)", (cur.lastrowid, features))
     con.execute(
         "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
         (cur.lastrowid, *columns),
