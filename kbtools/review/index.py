@@ -68,6 +68,7 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 CANDIDATE_WEIGHTS = (4.0, 2.0, 1.0, 2.0)  # topic, goal, body, conclusions
 DOC_WEIGHTS = (4.0, 1.0)  # title, body
 SNIPPET_TOKENS = 14
+_INSERT_BATCH = 256  # candidate rows inserted with one executemany per table
 BUSY_TIMEOUT = 10.0  # seconds an update waits for another process's write lock
 LAYERS = ("note", "raw")
 
@@ -509,6 +510,7 @@ def _write_candidates(
     con.executemany("UPDATE candidate SET position = ? WHERE id = ?", moved)
     fresh_ids: list[str] = []
     held = {cid for (cid,) in con.execute("SELECT candidate_id FROM candidate")}  # looked up in SQL only if here
+    inserts = _Inserts(con)
     for line, digest, position in fresh:
         row = _parse_candidate(line)
         if row is None:
@@ -516,19 +518,20 @@ def _write_candidates(
             continue
         cid = str(row["candidate_id"])
         fresh_ids.append(cid)
-        prior = (
-            con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
-            if cid in held
-            else None
-        )
+        prior = None
+        if cid in held:
+            inserts.flush()
+            prior = con.execute("SELECT id, first_seen FROM candidate WHERE candidate_id = ?", (cid,)).fetchone()
         held.add(cid)
         if prior is not None:  # a duplicate id in a hand-edited ledger: the last line wins
             done.departed += _departing(con, [prior[0]])
             _delete(con, "candidate", [prior[0]])
+            inserts.renumber()
             first_seen[cid] = prior[1]
             done.replaced = True
-        done.ids.append(_insert_candidate(con, row, digest, position, first_seen.get(cid, run)))
+        done.ids.append(inserts.add(row, digest, position, first_seen.get(cid, run)))
         done.added += cid not in first_seen
+    inserts.flush()
     done.removed = len(gone) - sum(1 for cid in fresh_ids if cid in first_seen)
     return done
 
@@ -675,33 +678,64 @@ def adopt_draft(output_dir: Path, draft: Path, run: str) -> IndexUpdate | None:
     return IndexUpdate("missing", len(lines.known), 0, True, len(lines.position_at), 0, *counts)
 
 
-def _insert_candidate(con: sqlite3.Connection, row: Row, line_hash: str, position: int, first_seen: str) -> int:
-    """One candidate into the index: its side-table row (with its clustering features, not
-    placed in a cluster yet) and its FTS row. Returns its row id."""
-    columns, features = _indexed(row)
-    cur = con.execute(
-        "INSERT INTO candidate(candidate_id, line_hash, tool, decision, project_key, session_key, created_at,"
-        " position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            str(row["candidate_id"]),
-            line_hash,
-            str(row.get("tool", "")),
-            str(row.get("decision", "")),
-            str(row.get("project_key", "")),
-            str(row.get("session_key", "")),
-            str(row.get("created_at", "")),
-            position,
-            candidate_title(row),
-            first_seen,
-        ),
-    )
-    # Apart from the row, so that moving a row (a session before it grew) does not rewrite them.
-    con.execute("INSERT INTO candidate_features(id, features) VALUES(?, ?)", (cur.lastrowid, features))
-    con.execute(
-        "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)",
-        (cur.lastrowid, *columns),
-    )
-    return int(cur.lastrowid or 0)
+class _Inserts:
+    """Candidate rows on their way into the index (:meth:`add`), inserted :data:`_INSERT_BATCH`
+    at a time: each its side-table row (with its clustering features, not placed in a cluster
+    yet) and its FTS row. Each is given the row id SQLite gives a row inserted alone (the
+    largest in the table, plus one): :meth:`renumber` after a delete, with none waiting."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+        self.next_id = 0
+        self.rows: list[tuple[object, ...]] = []
+        self.features: list[tuple[int, bytes]] = []
+        self.texts: list[tuple[object, ...]] = []
+        self.renumber()
+
+    def renumber(self) -> None:
+        (self.next_id,) = self.con.execute("SELECT IFNULL(MAX(id), 0) + 1 FROM candidate").fetchone()
+
+    def add(self, row: Row, line_hash: str, position: int, first_seen: str) -> int:
+        """Returns the row id the candidate will have."""
+        row_id = self.next_id
+        self.next_id += 1
+        columns, features = _indexed(row)
+        self.rows.append(
+            (
+                row_id,
+                str(row["candidate_id"]),
+                line_hash,
+                str(row.get("tool", "")),
+                str(row.get("decision", "")),
+                str(row.get("project_key", "")),
+                str(row.get("session_key", "")),
+                str(row.get("created_at", "")),
+                position,
+                candidate_title(row),
+                first_seen,
+            )
+        )
+        # Apart from the row, so that moving a row (a session before it grew) does not rewrite them.
+        self.features.append((row_id, features))
+        self.texts.append((row_id, *columns))
+        if len(self.rows) >= _INSERT_BATCH:
+            self.flush()
+        return row_id
+
+    def flush(self) -> None:
+        """The rows waiting inserted."""
+        if not self.rows:
+            return
+        self.con.executemany(
+            "INSERT INTO candidate(id, candidate_id, line_hash, tool, decision, project_key, session_key,"
+            " created_at, position, title, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.rows,
+        )
+        self.con.executemany("INSERT INTO candidate_features(id, features) VALUES(?, ?)", self.features)
+        self.con.executemany(
+            "INSERT INTO candidate_fts(rowid, topic, goal, body, conclusions) VALUES(?, ?, ?, ?, ?)", self.texts
+        )
+        self.rows, self.features, self.texts = [], [], []
 
 
 def _departing(con: sqlite3.Connection, ids: Sequence[int]) -> list[Departed]:

@@ -1,16 +1,21 @@
-"""The candidate rows the search index writes: a row's clustering features are those of its
-indexed columns' words, whatever its text."""
+"""The candidate rows the search index writes: inserted a batch at a time, each row has the
+id SQLite gives a row inserted alone, and its clustering features are those of its indexed
+columns' words, whatever its text."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from kbtools.review.index import (
+    _INSERT_BATCH,
     _candidate_columns,
     _cluster_features,
     _indexed,
+    build_draft,
     index_path,
     update_index,
 )
@@ -29,6 +34,60 @@ def _variants(review_kb: ReviewKb, count: int, start: int = 0) -> list[dict[str,
 
 def _line(row: dict[str, Any]) -> bytes:
     return (json.dumps(row) + "\n").encode()
+
+
+def _ids(path: Path) -> dict[str, int]:
+    con = sqlite3.connect(path)
+    try:
+        ids = dict(con.execute("SELECT candidate_id, id FROM candidate").fetchall())
+        # Every row has its features and its FTS row under its id, and nothing else has.
+        assert [i for (i,) in con.execute("SELECT id FROM candidate_features ORDER BY id")] == sorted(ids.values())
+        assert [i for (i,) in con.execute("SELECT rowid FROM candidate_fts ORDER BY rowid")] == sorted(ids.values())
+        return ids
+    finally:
+        con.close()
+
+
+def _one_at_a_time(held: dict[str, int], fresh: list[dict[str, Any]]) -> dict[str, int]:
+    """The ids SQLite gives ``fresh`` inserted one by one after the rows ``held`` (a row with
+    a candidate id already there replacing it)."""
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, cid TEXT NOT NULL UNIQUE)")
+    con.executemany("INSERT INTO t(id, cid) VALUES(?, ?)", [(i, cid) for cid, i in held.items()])
+    for row in fresh:
+        con.execute("DELETE FROM t WHERE cid = ?", (row["candidate_id"],))
+        con.execute("INSERT INTO t(cid) VALUES(?)", (row["candidate_id"],))
+    return dict(con.execute("SELECT cid, id FROM t").fetchall())
+
+
+def test_a_batched_build_numbers_its_rows_as_inserting_them_one_by_one(review_kb: ReviewKb, tmp_path: Path) -> None:
+    """Duplicate ids written by hand, one replacing the row just inserted (whose id is then
+    given again), one replacing an early row, on both sides of a batch boundary."""
+    rows = _variants(review_kb, 2 * _INSERT_BATCH + 10)
+    rows.insert(_INSERT_BATCH, dict(rows[_INSERT_BATCH - 1], text="the row before, written again"))
+    rows.insert(_INSERT_BATCH + 5, dict(rows[3], text="an early row, written again"))
+    rows.append(dict(rows[-1], text="the last row, written again"))
+    draft = tmp_path / "draft.sqlite"
+    build_draft(draft, io.BytesIO(b"".join(map(_line, rows))), "r1")
+    assert _ids(draft) == _one_at_a_time({}, rows)
+
+
+def test_an_update_in_place_numbers_its_new_rows_as_inserting_them_one_by_one(review_kb: ReviewKb) -> None:
+    out = review_kb.env.out
+    ledger = out / "candidates.jsonl"
+    first = _variants(review_kb, _INSERT_BATCH + 40)
+    ledger.write_bytes(b"".join(map(_line, first)))
+    update_index(out)
+    held = _ids(index_path(out))
+    assert held == _one_at_a_time({}, first)
+    # The last rows gone (their ids free again), some early ones too, and new lines after.
+    kept = first[5:20] + first[30 : _INSERT_BATCH - 10]
+    fresh = _variants(review_kb, _INSERT_BATCH + 3, start=10_000)
+    fresh.insert(7, dict(kept[-1], text="a kept row, written again"))
+    ledger.write_bytes(b"".join(map(_line, kept + fresh)))
+    assert update_index(out).rebuilt == ""
+    gone = {row["candidate_id"] for row in first} - {row["candidate_id"] for row in kept}
+    assert _ids(index_path(out)) == _one_at_a_time({c: i for c, i in held.items() if c not in gone}, fresh)
 
 
 ODD_TEXTS = [
