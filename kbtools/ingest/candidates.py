@@ -24,11 +24,11 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
-from kbtools.ingest.control_plane import is_internal_text, technical_signals, word_list
+from kbtools.ingest.control_plane import SEPARATORS, is_internal_text, technical_signals, word_list
 from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
 from kbtools.ingest.knowledge import has_cjk, knowledge_fields, render, unique
-from kbtools.ingest.rows import FIELDS, CandidateRow, Row
+from kbtools.ingest.rows import Row
 
 MIN_TURN_CHARS = 120
 SUMMARY_CHARS = 300
@@ -153,11 +153,21 @@ def keyword_tokens(text: str) -> list[str]:
     return word_list(unicodedata.normalize("NFKC", text).lower())
 
 
-def top_words(distinct: Counter[str], limit: int = KEYWORDS) -> list[str]:
+# An underscore that starts or ends one of control_plane.word_list's words of a text: a
+# blank, an ASCII separator or the text's edge on one side (re's \s is str.split's
+# whitespace). The engine looks for the underscore in C and tries the rest only there.
+_BOUNDARY = r"\s" + re.escape("".join(sorted(SEPARATORS)))
+_EDGE_UNDERSCORE = re.compile(rf"_(?:(?=[{_BOUNDARY}])|\Z|(?<![^{_BOUNDARY}]_))")
+
+
+def top_words(distinct: Mapping[str, int], limit: int = KEYWORDS, *, edges: bool | None = None) -> list[str]:
     """The most frequent content words among the :func:`keyword_tokens` ``distinct`` counts
-    (ties: first seen; a Counter keeps first-seen order), at most ``limit``."""
-    joined = " ".join(distinct)  # does any token start or end with "_"? (one search in C)
-    if "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined):
+    (ties: first seen; a Counter keeps first-seen order), at most ``limit`` (``edges``:
+    whether a token starts or ends with ``"_"``, if known)."""
+    if edges is None:
+        joined = " ".join(distinct)  # one search in C
+        edges = "_" in joined and (joined[0] == "_" or joined[-1] == "_" or " _" in joined or "_ " in joined)
+    if edges:
         counts: dict[str, int] = {}  # a plain dict: Counter's += calls __missing__ per new word
         for token, n in distinct.items():
             if len(token) > 2 and token not in STOPWORDS:
@@ -225,15 +235,16 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
-_FIELDS = FIELDS[CandidateRow]
-_in_order = itemgetter(*_FIELDS)
-
-
-def _summary_and_fingerprint(text: str, low: str, nfkc: bool) -> tuple[str, str]:
-    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)`` (``low``:
-    ``text.lower()``; ``nfkc``: whether NFKC leaves ``text`` as it is, when its
-    normalised lower case is ``low``)."""
-    return _summary(text), sha256_hex(" ".join(low.split())) if nfkc else fingerprint(text)
+def _summary_and_fingerprint(text: str, nfkc: bool) -> tuple[str, str]:
+    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)`` (``nfkc``:
+    whether NFKC leaves ``text`` as it is)."""
+    if not nfkc:
+        return _summary(text), fingerprint(text)
+    # Lower case keeps a blank a blank and adds none (so for every code point: see the
+    # tests), and no case mapping looks at a blank but to see that it is one: the text's
+    # words joined, lower-cased, are its lower case's words joined. One split for both.
+    joined = " ".join(text.split())
+    return joined[:SUMMARY_CHARS], sha256_hex(joined.lower())
 
 
 def _summary(text: str) -> str:
@@ -286,51 +297,59 @@ def build_candidates(
             budget -= len(text)
             low = whole_low if text == whole else text.lower()
             nfkc = text.isascii() or unicodedata.is_normalized("NFKC", text)
-            summary, fp = _summary_and_fingerprint(text, low, nfkc)
+            summary, fp = _summary_and_fingerprint(text, nfkc)
             # The chunk's word set: the turn's when it is the whole turn. Where NFKC changes
             # nothing the keyword tokens are the same words, and for ASCII text every
             # word of its pieces (lower-casing is per character).
-            counts = whole_counts if text == whole and nfkc else Counter(keyword_tokens(text))
+            if text == whole and nfkc:
+                words = top_words(whole_counts, edges=_EDGE_UNDERSCORE.search(whole_low) is not None)
+                counts = whole_counts
+            else:
+                counts = Counter(keyword_tokens(text))
+                words = top_words(counts)
             text_words = whole_words if text == whole else counts.keys() if text.isascii() else None
             piece_words = text_words if text.isascii() else None
-            words = top_words(counts)
             matches = notes.match(words)
-            fields = knowledge_fields(goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words, low)
+            fields = knowledge_fields(
+                goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words, low, rendered=True
+            )
             evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
             labels = unique((label for r, _ in chunk for label in r.labels), 64)
-            row = {
-                **fields,
-                "topic": " / ".join(words[:3]) or "uncategorized",
-                "confidence": confidence,
-                "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                "tool": meta.tool,
-                "record_type": meta.record_type,
-                "format": meta.format,
-                "text": text,
-                "summary": summary,
-                "language": "zh" if has_cjk(text) else "und",
-                "created_at": chunk[0][0].created_at or meta.created_at,
-                "updated_at": chunk[-1][0].created_at or meta.updated_at,
-                "note_matches": matches,
-                "redactions": labels,
-                "conclusion_status": "unverified_inference",
-                "scores": {
-                    "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+            # In ledger field order (rows.FIELDS, which the tests hold it to): no reordering.
+            out.append(
+                {
+                    "topic": " / ".join(words[:3]) or "uncategorized",
+                    **fields,  # user_goal … unresolved_questions (knowledge.FILLED)
                     "confidence": confidence,
-                    "novelty": 0.3 if matches else 0.7,
-                },
-                "topic_keys": words[:5],
-                "fingerprint": fp,
-                "source_refs": [meta.source_key],
-                "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
-                "source_key": meta.source_key,
-                "session_key": meta.session_key,
-                "project_key": meta.project_key,
-                "decision": decision,
-                "duplicate_of": duplicate_of,
-                "turn_index": turn_index,
-                "chunk_index": chunk_index,
-            }
-            out.append(dict(zip(_FIELDS, _in_order(row))))  # rows.ordered: these keys, no others
+                    "source_refs": [meta.source_key],
+                    "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
+                    "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                    "source_key": meta.source_key,
+                    "session_key": meta.session_key,
+                    "project_key": meta.project_key,
+                    "tool": meta.tool,
+                    "record_type": meta.record_type,
+                    "format": meta.format,
+                    "text": text,
+                    "summary": summary,
+                    "language": "zh" if has_cjk(text) else "und",
+                    "created_at": chunk[0][0].created_at or meta.created_at,
+                    "updated_at": chunk[-1][0].created_at or meta.updated_at,
+                    "note_matches": matches,
+                    "redactions": labels,
+                    "conclusion_status": "unverified_inference",
+                    "scores": {
+                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+                        "confidence": confidence,
+                        "novelty": 0.3 if matches else 0.7,
+                    },
+                    "decision": decision,
+                    "topic_keys": words[:5],
+                    "fingerprint": fp,
+                    "duplicate_of": duplicate_of,
+                    "turn_index": turn_index,
+                    "chunk_index": chunk_index,
+                }
+            )
     return out, False

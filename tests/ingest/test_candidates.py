@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -51,6 +53,7 @@ def test_a_turn_is_a_prompt_with_the_replies_that_follow() -> None:
 def test_candidates_have_the_ledger_fields_in_order() -> None:
     (candidate,), _ = build([rec("user", PROMPT), rec("assistant", ANSWER)])
     assert tuple(candidate) == FIELDS[CandidateRow]
+    assert None not in candidate.values()  # every knowledge field filled (knowledge.FILLED)
     assert candidate["text"] == f"[user] {PROMPT}\n[assistant] {ANSWER}"
     assert candidate["fingerprint"] == fingerprint(str(candidate["text"]))
     assert candidate["user_goal"] == PROMPT
@@ -328,6 +331,9 @@ def test_knowledge_fields_of_a_chunk_in_one_pass_are_those_piece_by_piece(pieces
             assert knowledge._chunk_sentence_fields(text, low, knowledge._spans(pieces), present) == by_piece
     fields = knowledge.knowledge_fields("goal", pieces, text, words, words if text.isascii() else None)
     assert fields == knowledge.knowledge_fields("goal", pieces, text, words, words if text.isascii() else None, low)
+    rendered = knowledge.knowledge_fields("goal", pieces, text, words, None, low, rendered=True)
+    assert list(rendered.items()) == list(fields.items())
+    assert tuple(fields) == knowledge.FILLED
     # The straightforward way: message by message, the words of each its own (non-ASCII).
     by_piece = knowledge._sentence_fields(pieces, words & knowledge._WORD_SET if text.isascii() else None)
     for name, sentences in by_piece.items():
@@ -348,10 +354,64 @@ def test_summary_fingerprint_and_fence_bodies_are_as_defined(text: str) -> None:
     for sample in (text, text * 40, text.encode("ascii", "ignore").decode() * 40):
         expected = (" ".join(sample.split())[: candidates.SUMMARY_CHARS], fingerprint(sample))
         nfkc = unicodedata.is_normalized("NFKC", sample)
-        assert candidates._summary_and_fingerprint(sample, sample.lower(), nfkc) == expected
-        assert candidates._summary_and_fingerprint(sample, sample.lower(), False) == expected
+        assert candidates._summary_and_fingerprint(sample, nfkc) == expected
+        assert candidates._summary_and_fingerprint(sample, False) == expected
         assert candidates._summary(sample) == " ".join(sample.split())[: candidates.SUMMARY_CHARS]
         assert dedup._fence_bodies(sample) == dedup._FENCE_BODY.findall(sample)
+
+
+def test_lower_case_keeps_blanks_blanks_and_makes_none() -> None:
+    """What the summary and the fingerprint's one split of the text rests on, for every code point."""
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        assert (char.lower() == char) if char.isspace() else not any(c.isspace() for c in char.lower()), hex(point)
+
+
+def test_re_blanks_are_str_split_blanks() -> None:
+    """What the search for a word's edge underscore rests on, for every code point."""
+    blank = re.compile(r"\s")
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        assert (blank.match(char) is not None) == char.isspace(), hex(point)
+
+
+_WORDY = st.lists(
+    st.sampled_from(["_", "__init__", "a_b", "x", "é", "_é", "1_", "ΣΑΣ"])
+    | st.sampled_from([" ", "\n", "\t", "\u3000", "\x1c", ".", "-", "(", "`", "$", "\\", "]", "^", "\x85"]),
+    max_size=30,
+).map("".join)
+
+
+@given(_WORDY)
+def test_an_edge_underscore_is_found_as_defined(text: str) -> None:
+    from kbtools.ingest import candidates
+
+    low = text.lower()
+    words = candidates.word_list(low)
+    expected = any(w.startswith("_") or w.endswith("_") for w in words)
+    assert (candidates._EDGE_UNDERSCORE.search(low) is not None) == expected
+    counts = Counter(words)
+    assert top_words(counts, edges=expected) == top_words(counts) == _top_words_by_definition(words)
+
+
+_COMMAND_NAMES = (
+    "pnpm npm npx node bun cargo mvn gradle pytest vitest git make uv pip python python3 go docker kubectl kb"
+)
+_COMMAND_LINE = st.tuples(
+    st.sampled_from(["", " ", "\t ", "\u3000", "x"]),
+    st.sampled_from(["", "$ ", "$", "$  "]),
+    st.sampled_from([*_COMMAND_NAMES.split(), "Git", "pythonx", "gox", ""]),
+    st.sampled_from(["", " ", "\t", " \t"]),
+    st.sampled_from(["", "x", "test -v", " "]),
+).map("".join)
+_COMMAND_TEXT = st.lists(_COMMAND_LINE, max_size=8).map("\n".join)
+
+
+@given(_COMMAND_TEXT)
+def test_commands_are_found_as_defined(text: str) -> None:
+    from kbtools.ingest import knowledge
+
+    assert list(knowledge._commands(text)) == [m.group(0) for m in knowledge._COMMANDS.finditer(text)]
 
 
 def _sentence_fields_by_definition(pieces: list[tuple[str, str]], present: set[str] | None) -> dict[str, list[str]]:
