@@ -697,8 +697,8 @@ def private_names(text: str, config: RedactionConfig) -> set[str]:
     homes = [_POSIX_HOME] if "/home/" in text or "/Users/" in text else []
     if ":\\" in text or ":/Users" in text:
         homes.append(_WINDOWS_HOME)
-    for pattern in homes:
-        names.update(m.group(1).lower() for m in pattern.finditer(text) if _is_private_name(m.group(1)))
+    for pattern in homes:  # each owner once (a transcript names its home directory again and again)
+        names.update(name.lower() for name in set(pattern.findall(text)) if _is_private_name(name))
     return names
 
 

@@ -1,8 +1,9 @@
 """The redaction engine: keyword prefilter → spans → merge → one replacement per span.
 
-One pass of the keyword index tells which rules can match at all; those rules look
-at the same text (never at another rule's output), so the order of rules cannot make
-one placeholder swallow another, and a secret is replaced exactly once. Overlapping
+One pass of the keyword index tells which rules can match at all (a rule whose keywords
+most texts hold for another reason also has a gate, a regex every match holds); those
+rules look at the same text (never at another rule's output), so the order of rules
+cannot make one placeholder swallow another, and a secret is replaced exactly once. Overlapping
 hits merge into one span; the placeholder is that of the longest hit in it (the
 earliest rule on a tie). When a placeholder lands next to something other than a
 plain delimiter, the output is checked again, so that redacting it twice changes
@@ -42,6 +43,10 @@ class Span(NamedTuple):
     end: int
     rule: int  # index into the redactor's rules
     quote: str = ""  # wrap the placeholder in this quote (an unquoted value under a JSON key)
+
+
+# One rule of a plan: its index, the rule, those of its keywords the text holds, its gate (compiled).
+Step = tuple[int, Rule, tuple[str, ...], re.Pattern[str] | None]
 
 
 class KeywordIndex:
@@ -116,9 +121,11 @@ class Redactor:
                 by_keyword.setdefault(k, set()).add(i)
         self._by_keyword = {k: frozenset(v) for k, v in by_keyword.items()}
         # (keywords present, rules woken by checks, secrets only) → the rules to run, in order.
-        self._plans: dict[
-            tuple[frozenset[str], tuple[int, ...], bool], tuple[tuple[int, Rule, tuple[str, ...]], ...]
-        ] = {}
+        self._plans: dict[tuple[frozenset[str], tuple[int, ...], bool], tuple[Step, ...]] = {}
+        # What a plan needs of each rule: its step with all its keywords, what it requires.
+        self._steps = tuple(
+            ((i, rule, rule.keywords, rule.gate_regex), frozenset(rule.requires)) for i, rule in enumerate(self.rules)
+        )
 
     def __reduce__(self) -> tuple[object, ...]:
         custom = None if self.rules is RULES else self.rules
@@ -218,18 +225,20 @@ class Redactor:
         # An earlier rule already took this exact span (a token assigned to a secret name matches
         # several assignment rules): a later one would only lose the tie, so its check is skipped.
         taken: set[tuple[int, int]] = set()
-        for index, rule, keywords in plan:
-            found = self._rule_spans(text, aligned, index, rule, taken, keywords)
+        memo: StartsMemo = {}
+        for index, rule, keywords, gate in plan:
+            if gate is not None and gate.search(text) is None:
+                continue  # the text holds nothing every match of the rule holds
+            found = self._rule_spans(text, aligned, index, rule, taken, keywords, memo)
             if found:
                 spans.extend(found)
                 taken.update((span.start, span.end) for span in found)
         return spans
 
-    def _plan(
-        self, present: frozenset[str], woken: tuple[int, ...], secrets_only: bool
-    ) -> tuple[tuple[int, Rule, tuple[str, ...]], ...]:
-        """The rules to run, in rule order, each with its keywords that occur (cached: a few
-        hundred sets of keywords recur over a whole store)."""
+    def _plan(self, present: frozenset[str], woken: tuple[int, ...], secrets_only: bool) -> tuple[Step, ...]:
+        """The rules to run, in rule order, each with its keywords that occur (cached: a first run
+        over a store meets a few thousand sets of keywords, each worker its own, so building one
+        is kept cheap too)."""
         key = (present, woken, secrets_only)
         plan = self._plans.get(key)
         if plan is None:
@@ -238,12 +247,19 @@ class Redactor:
                 wanted.update(self._by_keyword[keyword])
             if secrets_only:
                 wanted.intersection_update(self._secret_rules)
-            rules = self.rules
-            plan = tuple(
-                (i, rules[i], tuple(k for k in rules[i].keywords if k in present))
-                for i in sorted(wanted)
-                if present.issuperset(rules[i].requires)
-            )
+            steps = self._steps
+            built: list[Step] = []
+            for i in sorted(wanted):
+                step, required = steps[i]
+                if required and not required <= present:
+                    continue
+                keywords = step[2]
+                if len(keywords) > 1:
+                    step = (i, step[1], tuple([k for k in keywords if k in present]), step[3])
+                elif keywords and keywords[0] not in present:
+                    step = (i, step[1], (), step[3])
+                built.append(step)
+            plan = tuple(built)
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[key] = plan
@@ -257,6 +273,7 @@ class Redactor:
         rule: Rule,
         taken: set[tuple[int, int]] | None = None,
         keywords: tuple[str, ...] | None = None,
+        memo: StartsMemo | None = None,
     ) -> list[Span]:
         config = self.config
         if rule.finder is not None:
@@ -264,7 +281,7 @@ class Redactor:
         regex = rule.regex
         assert regex is not None
         if rule.anchor is not None and lower is not None:
-            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule, keywords)
+            matches: Iterable[re.Match[str]] = _anchored_matches(text, lower, rule, keywords, memo)
         else:
             matches = regex.finditer(text)
         spans: list[Span] = []
@@ -339,8 +356,12 @@ _SEPARATOR_OR_DOT = re.compile(
 _XML_OPEN_BEHIND = 66  # `<` at most this far before a keyword: maybe an XML element's name
 
 
+# Per text: (keyword, anchor, separator) → where a match may start, for the rules that share them.
+StartsMemo = dict[tuple[str, str, int], set[int]]
+
+
 def _anchored_matches(
-    text: str, lower: str, rule: Rule, keywords: tuple[str, ...] | None = None
+    text: str, lower: str, rule: Rule, keywords: tuple[str, ...] | None = None, memo: StartsMemo | None = None
 ) -> Iterator[re.Match[str]]:
     """The matches ``rule.regex.finditer(text)`` would give, tried only at keyword hits.
 
@@ -349,7 +370,9 @@ def _anchored_matches(
     assignment may also start at the opening quote of its key (``"``, ``'``, or JSON-escaped
     ``\\"``), and any token right after a JSON ``\\n``/``\\r``/``\\t``. A run already walked
     for an earlier hit is not walked again, so a hostile run costs linear time. ``keywords``:
-    the rule's keywords the text holds, if known (the others are not looked for).
+    the rule's keywords the text holds, if known (the others are not looked for). ``memo``:
+    the starts other rules found on the same text (those of a keyword depend only on it, the
+    anchor and the separator: `token` of three assignment rules, `@` of two, `::` of two).
     """
     assert rule.regex is not None
     back = rule.anchor_set
@@ -358,7 +381,13 @@ def _anchored_matches(
     # An XML element's value ends before a `</`: the last one bounds where `<name>` can start.
     closes = text.rfind("</") if assignment else -1
     starts: set[int] = set()
+    kind = (2 if rule.dotted_name else 1) if assignment else 0  # which separator (none, name, name or dot)
     for keyword in rule.keywords if keywords is None else keywords:
+        key = (keyword, rule.anchor or "", kind)
+        if memo is not None and (known := memo.get(key)) is not None:
+            starts |= known
+            continue
+        found: set[int] = set()
         run_starts: dict[int, int] = {}  # earlier hit → start of its run (-1: run too long)
         hit = lower.find(keyword)
         while hit != -1:
@@ -378,7 +407,7 @@ def _anchored_matches(
                     run_start = -1  # longer than any rule's prefix: no match can start in it
                     break
                 if pos > 1 and text[pos - 2] == "\\" and text[pos - 1] in "nrt":
-                    starts.add(pos)
+                    found.add(pos)
                 pos -= 1
             run_starts[hit] = run_start
             if run_start < 0:
@@ -386,16 +415,19 @@ def _anchored_matches(
             elif not bound:
                 # No binding after the name: only an XML element `<name …>value</` can hold it.
                 if run_start > 0 and text[run_start - 1] == "<" and closes >= run_start:
-                    starts.add(run_start - 1)
+                    found.add(run_start - 1)
             else:
-                starts.add(run_start)
+                found.add(run_start)
                 if assignment and run_start > 0 and text[run_start - 1] == "<" and closes >= run_start:
-                    starts.add(run_start - 1)
+                    found.add(run_start - 1)
                 if assignment and run_start > 0 and text[run_start - 1] in "\"'":
-                    starts.add(run_start - 1)
+                    found.add(run_start - 1)
                     if run_start > 1 and text[run_start - 2] == "\\":
-                        starts.add(run_start - 2)
+                        found.add(run_start - 2)
             hit = lower.find(keyword, hit + len(keyword))
+        if memo is not None:
+            memo[key] = found
+        starts |= found
     done = -1
     for start in sorted(starts):
         if start < done:

@@ -120,6 +120,10 @@ class Rule:
     # characters (to the start of a name, a local part, an address): far cheaper than a
     # scan that must try every letter. None: scan the whole text.
     anchor: str | None = None
+    # A regex every match of the pattern holds, looked for in a text the keywords let through:
+    # where it finds nothing, the rule does not run. For a rule whose keywords most texts that
+    # hold them hold for another reason (the `:/` of every URL for a Windows path).
+    gate: str | None = None
     trim: str = ""  # trailing characters dropped from a hit (sentence punctuation after a path)
     json_quote: bool = False  # an unquoted value under a JSON key is replaced by a quoted placeholder
     dotted_name: bool = False  # an assignment's name goes on after a dot (`sonar.login`)
@@ -141,6 +145,10 @@ class Rule:
     def regex(self) -> re.Pattern[str] | None:
         pattern = self.token.pattern if self.token is not None else self.pattern
         return re.compile(pattern) if pattern is not None else None
+
+    @cached_property
+    def gate_regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.gate) if self.gate is not None else None
 
     @cached_property
     def anchor_set(self) -> frozenset[str]:
@@ -179,6 +187,10 @@ _VALUE_GROUPS = VALUE_GROUPS
 
 # An IPv6 candidate (validated by `ipaddress`); never inside a word, a version or a longer address.
 IPV6 = r"(?<![A-Za-z0-9_.:\\])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]{1,16})?(?![0-9A-Za-z_:])"
+
+
+# A network URL's host without a dot, from the `://` on (maybe after a userinfo).
+_URL_HOST = r"://(?:[^\s/@\"'<>\\]{1,256}@)?+(?P<host>[A-Za-z][A-Za-z0-9-]{0,62})(?=[:/?#\s\"'`<>\\)\]]|$)"
 
 
 # ---------------------------------------------------------------------------
@@ -543,6 +555,7 @@ RULES: tuple[Rule, ...] = (
         category=PATH_CATEGORY,
         description="Windows drive path `C:\\…` or `C:/…` (also JSON-escaped)",
         keywords=(":\\", ":/"),
+        gate=r":(?:\\|/(?!/))",  # the drive's `:\` or `:/`, not the `://` of a URL
         anchor=string.ascii_letters,
         pattern=START + r"[A-Za-z]:(?:\\{1,4}|/(?!/))" + _SEG + r"{1,255}(?:(?:\\{1,4}|/)" + _SEG + r"{1,255}){0,64}",
         true_positives=(
@@ -893,11 +906,11 @@ RULES: tuple[Rule, ...] = (
         description="the host of a network URL when it has no dot (`http://jenkins:8080/`, "
         "`redis://cache/0`): a name only an internal resolver knows",
         keywords=("://",),
+        gate=_URL_HOST,  # the pattern from `://` on: a host without a dot
         anchor=string.ascii_letters,  # back from `://` over the scheme
         pattern=(
             r"(?<![A-Za-z0-9+.-])(?i:https?|wss?|s?ftp|ssh|git|rediss?|postgres(?:ql)?|mysql|mongodb|amqps?|kafka"
-            r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)://(?:[^\s/@\"'<>\\]{1,256}@)?+"
-            r"(?P<host>[A-Za-z][A-Za-z0-9-]{0,62})(?=[:/?#\s\"'`<>\\)\]]|$)"
+            r"|nats|smtp|imaps?|ldaps?|tcp|udp|grpc)" + _URL_HOST
         ),
         groups=("host",),
         true_positives=(("open http://jenkins:8080/job/x", "jenkins"), ("redis://cache/0", "cache")),

@@ -53,6 +53,7 @@ _PIECES = st.sampled_from(
     + ["\\n", '\\"', "<token>", "</token>", "the ", "tests pass. ", "keys.py", "passed, ", "token!"]
     + ["/home/", "/Users/", "C:\\Users\\", "zofia", "Kowalski", "alice", "build.acme-corp.example", "x.corp.test"]
     + ["https://", "://", "@", "localhost", "::1", "10.0.0.", "203.0.114.", "eyJ", "sk-", "gh" + "p_", "AKIA"]
+    + ["http://", "redis://", "ftp://bot@", "jenkins", "cache:6379/", "C:/", "d:\\", ":/", ":\\", "x.y"]
 )
 
 
@@ -108,6 +109,33 @@ def test_a_cached_plan_gives_what_a_fresh_redactor_gives(batch):
         assert kept.find_secrets(text) == Redactor(CONFIG).find_secrets(text)
 
 
+_GATED = [rule for rule in Redactor().rules if rule.gate is not None]
+
+
+def test_gated_rules_are_the_ones_meant():
+    assert sorted(rule.id for rule in _GATED) == ["internal-url-host", "windows-path"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_a_rule_finds_nothing_where_its_gate_finds_nothing(text):
+    """A gate is a necessary condition: where it fails, the rule's pattern matches nowhere."""
+    for rule in _GATED:
+        assert rule.gate_regex is not None and rule.regex is not None
+        if rule.gate_regex.search(text) is None:
+            assert rule.regex.search(text) is None, (rule.id, text)
+
+
+def test_a_gate_holds_in_every_sample_its_rule_redacts():
+    for rule in _GATED:
+        assert rule.gate_regex is not None
+        for text, _ in rule.true_positives:
+            assert rule.gate_regex.search(text) is not None, (rule.id, text)
+    url = "see https://docs.example.com/a and C:\\Users\\x"
+    assert Redactor().redact(url).text == "see https://docs.example.com/a and <PRIVATE_PATH>"
+    assert Redactor().redact("open http://jenkins:8080/ now").text == "open http://<PRIVATE_HOST>:8080/ now"
+
+
 def test_configured_names_and_domains_wake_their_rules_and_only_then():
     redactor = Redactor(CONFIG)
     assert redactor.redact("reviewed by B. KOWALSKI").text == "reviewed by B. <PRIVATE_EMAIL>"
@@ -115,7 +143,7 @@ def test_configured_names_and_domains_wake_their_rules_and_only_then():
     assert redactor.redact("see the acme corp example").labels == ()
     bare = Redactor()
     assert bare.redact("reviewed by B. KOWALSKI").labels == ()
-    assert not any(rule.id == "private-domain" for _, rule, _ in bare._plan(frozenset(), (), False))
+    assert not any(rule.id == "private-domain" for _, rule, _, _ in bare._plan(frozenset(), (), False))
 
 
 def test_the_account_is_looked_for_while_the_process_runs(monkeypatch):
