@@ -109,8 +109,6 @@ _BODY_RULES: tuple[tuple[tuple[str, ...], str, int], ...] = (
     ),
 )
 
-_LEADING_SPACE = re.compile(r"\s*")
-
 _Compiled = tuple[re.Pattern[str], re.Pattern[str], tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], Any]
 
 
@@ -128,7 +126,7 @@ def _rules() -> _Compiled:
 def is_internal_text(text: str) -> bool:
     """True when one message is agent-runtime plumbing rather than prose."""
     prefix_rules, start_rules, body_rules, any_key = _rules()
-    start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # always matches
+    start = len(text) - len(text.lstrip())  # `\s*` (the same whitespace); no copy unless there is some
     if prefix_rules.match(text[start : start + PREFIX_WINDOW]) or start_rules.match(text):
         return True
     low = "\n" + text.lower()

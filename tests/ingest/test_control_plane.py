@@ -71,3 +71,9 @@ def test_technical_signal_found(text: str) -> None:
 
 def test_signals_are_counted_once_each() -> None:
     assert technical_signals("Error: the error again, and a git error") == {"error", "git"}
+
+
+def test_any_leading_whitespace_is_skipped_before_the_prefix_rules() -> None:
+    for space in (" ", "\t\n", "\u00a0", "\u2003", "\x1c", "\u3000"):
+        assert is_internal_text(space + "[irc] hello")
+    assert not is_internal_text("\u200b[irc] hello")  # a zero-width space is not whitespace
