@@ -391,15 +391,13 @@ def candidate_title(row: Row) -> str:
     return (goal or str(row.get("topic") or ""))[:120]
 
 
-def _candidate_columns(row: Row) -> tuple[str, str, str, str]:
-    return _indexed(row)[0]
-
-
 def _indexed(row: Row) -> tuple[tuple[str, str, str, str], bytes]:
     """A candidate's FTS columns (the normalised words of its topic, prompt, text and
-    conclusions) and its clustering features (:func:`_cluster_features`), shingled from the
-    words as normalised rather than from the columns encoded and split again: the same words,
-    as the normal form is UTF-8 (a lone surrogate is not a word character, so it went)."""
+    conclusions) and its clustering features: :func:`kbtools.review.clusters.packed_features`
+    of the words of its prompt and conclusions, stored with it so that a re-clustering of the
+    whole ledger reads them instead of shingling every candidate again. They are shingled from
+    the words as normalised, not from the columns encoded and split again: the same words, as
+    the normal form is UTF-8 (a lone surrogate is not a word character, so it went)."""
     from kbtools.derived.normalise import tokens
     from kbtools.review.clusters import packed_features
 
@@ -750,16 +748,6 @@ def _recluster(con: sqlite3.Connection, departed: Sequence[Departed], *, reorder
     from kbtools.review.cluster_index import recluster
 
     recluster(con, departed, reordered=reordered)
-
-
-def _cluster_features(columns: tuple[str, str, str, str]) -> bytes:
-    """A candidate's clustering features (:func:`kbtools.review.clusters.features` of the
-    normalised words of its prompt and conclusions), stored with it: a re-clustering of the
-    whole ledger after a run reads them instead of shingling every candidate again."""
-    from kbtools.review.clusters import packed_features
-
-    _, goal, _, conclusions = columns
-    return packed_features(f"{goal} {conclusions}".encode().split())
 
 
 def _cluster_counts(con: sqlite3.Connection) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from typing import Any
 from kbtools.review import cluster_index
 from kbtools.review import clusters as algo
 from kbtools.review.clusters import Member, cluster
-from kbtools.review.index import _candidate_columns, _cluster_features, _stamp, index_path
+from kbtools.review.index import _indexed, _stamp, index_path
 from tests.review.conftest import POOL_ANSWER, POOL_PROMPT, ReviewKb, turn
 from tests.review.test_clusters import POOL_AGAIN, WAL_AGAIN
 from tests.testing.sessions import Msg, write_codex_session, write_omp_session
@@ -100,10 +100,7 @@ def from_scratch(review_kb: ReviewKb) -> dict[str, tuple[str, int]]:
     rows = [r for r in review_kb.env.rows("candidates") if r["decision"] != "duplicate"]
 
     def members() -> list[Member]:
-        return [
-            Member(str(r["candidate_id"]), str(r["session_key"]), [], _cluster_features(_candidate_columns(r)))
-            for r in rows
-        ]
+        return [Member(str(r["candidate_id"]), str(r["session_key"]), [], _indexed(r)[1]) for r in rows]
 
     return cluster(members).assigned()
 

@@ -10,16 +10,37 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from kbtools.review.clusters import packed_features
 from kbtools.review.index import (
     _INSERT_BATCH,
-    _candidate_columns,
-    _cluster_features,
+    _as_text,
     _indexed,
     build_draft,
     index_path,
+    normalised,
     update_index,
 )
 from tests.review.conftest import ReviewKb
+
+
+def columns_of(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A candidate's FTS columns by their definition: each field normalised alone."""
+    conclusions = "\n".join(
+        _as_text(row.get(name)) for name in ("root_cause", "final_solution", "error_messages", "symptoms")
+    )
+    return (
+        normalised(str(row.get("topic") or "").replace(" / ", " ")),
+        normalised(str(row.get("user_goal") or "")),
+        normalised(str(row.get("text") or "")),
+        normalised(conclusions),
+    )
+
+
+def features_of(columns: tuple[str, str, str, str]) -> bytes:
+    """A candidate's clustering features by their definition: those of the words of its
+    stored prompt and conclusions columns."""
+    _, goal, _, conclusions = columns
+    return packed_features(f"{goal} {conclusions}".encode().split())
 
 
 def _variants(review_kb: ReviewKb, count: int, start: int = 0) -> list[dict[str, Any]]:
@@ -115,8 +136,8 @@ def test_features_are_those_of_the_indexed_columns_whatever_the_text() -> None:
                 "final_solution": [conclusion, "add the alias to compilerOptions paths"],
             }
             columns, features = _indexed(row)
-            assert columns == _candidate_columns(row)
-            assert features == _cluster_features(columns), (goal, conclusion)
+            assert columns == columns_of(row)
+            assert features == features_of(columns), (goal, conclusion)
 
 
 def test_the_stored_features_are_those_of_the_stored_columns(review_kb: ReviewKb) -> None:
@@ -137,4 +158,4 @@ def test_the_stored_features_are_those_of_the_stored_columns(review_kb: ReviewKb
         con.close()
     assert len(stored) >= 6
     for topic, goal, body, conclusions, features in stored:
-        assert features == _cluster_features((topic, goal, body, conclusions))
+        assert features == features_of((topic, goal, body, conclusions))

@@ -108,3 +108,22 @@ def test_an_updated_index_equals_one_built_from_scratch(review_kb: ReviewKb, tmp
     assert update_index(fresh).rebuilt == "missing"
     assert _index_content(out) == _index_content(fresh)
     assert [r[0] for r in _index_content(out)].count(duplicate["candidate_id"]) == 1
+
+
+def test_a_lone_surrogate_written_into_the_ledger_by_hand_is_searched_not_a_crash(review_kb: ReviewKb) -> None:
+    """JSON lets a line hold ``\\ud800``, which UTF-8 (and so SQLite) cannot: the index takes the
+    line with the surrogate replaced, as the ledger writer replaces one."""
+    wanted = search_ids(review_kb, "connection pool")
+    ledger = review_kb.env.out / "candidates.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    (at,) = [i for i, line in enumerate(lines) if json.loads(line)["candidate_id"] in wanted[:1]]
+    row = json.loads(lines[at])
+    row["user_goal"] = "\ud800 " + row["user_goal"]
+    row["topic"] = row["topic"] + " \udfff"
+    lines[at] = (json.dumps(row, separators=(",", ":")) + "\n").encode("ascii")  # the escapes as written
+    assert b"\\ud800" in lines[at]
+    ledger.write_bytes(b"".join(lines))
+    assert search_ids(review_kb, "connection pool") == wanted
+    for command in (("list",), ("list", "--format", "json"), ("show", wanted[0]), ("search", "connection pool")):
+        shown = review_kb.kb("candidates", *command)
+        assert shown.code == 0 and "Traceback" not in shown.err, (command, shown.err)
