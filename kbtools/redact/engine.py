@@ -65,9 +65,8 @@ class KeywordIndex:
         self._automaton = _automaton(self.multi) if self.multi else None
 
     def present(self, lower: str) -> frozenset[str]:
-        if self._automaton is not None:
-            multi = self.multi
-            found = [multi[i] for i, _, _ in self._automaton.find_matches_as_indexes(lower, True)]
+        if self._automaton is not None:  # the keywords themselves, not indexes to look up one by one
+            found: list[str] = self._automaton.find_matches_as_strings(lower, True)
         else:
             found = [k for k in self.multi if k in lower]
         for k in self.single:
@@ -83,8 +82,13 @@ def _automaton(words: tuple[str, ...]) -> Any:
         return None
     # A DFA: twice as fast a scan as the default NFA on transcript prose (38 vs 73 ms over the
     # 8.3 MB of messages a first run redacts), for about 1 ms to build and 1 MB.
+    # With the patterns stored, a match comes back as the keyword's own string (a third less time
+    # than an index per match turned into the keyword in Python).
     return ahocorasick_rs.AhoCorasick(
-        list(words), matchkind=ahocorasick_rs.MatchKind.Standard, implementation=ahocorasick_rs.Implementation.DFA
+        list(words),
+        matchkind=ahocorasick_rs.MatchKind.Standard,
+        implementation=ahocorasick_rs.Implementation.DFA,
+        store_patterns=True,
     )
 
 
