@@ -280,7 +280,7 @@ def build_candidates(
     budget = max_text
     decision, duplicate_of = marking("")  # as built: no duplicate marking yet
     for turn_index, turn in enumerate(split_turns(records)):
-        whole = "\n".join(render(r.role, r.text) for r in turn)
+        whole = "\n".join([render(r.role, r.text) for r in turn])  # (a list: join makes one of any other)
         whole_low = whole.lower()
         whole_counts = Counter(word_list(whole_low))
         whole_words = whole_counts.keys()  # control_plane.words_of(whole), as a set (not copied)
@@ -288,6 +288,7 @@ def build_candidates(
         if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
             continue
         goal = next((r.text for r in turn if r.role == "user"), "")  # the turn's prompt
+        labelled = any(r.labels for r in turn)  # (most turns have no redaction)
         # A turn that fits is one chunk of its records as they are (what _chunks makes of it).
         fits = len(whole) <= max_candidate and all(r.text for r in turn)
         for chunk_index, chunk in enumerate([[(r, r.text) for r in turn]] if fits else _chunks(turn, max_candidate)):
@@ -313,9 +314,11 @@ def build_candidates(
             fields = knowledge_fields(
                 goal, [(r.role, piece) for r, piece in chunk], text, text_words, piece_words, low, rendered=True
             )
-            evidence = sum(bool(fields[k]) for k in ("root_cause", "validation_results", "validation_commands"))
+            evidence = (
+                bool(fields["root_cause"]) + bool(fields["validation_results"]) + bool(fields["validation_commands"])
+            )
             confidence = round(min(base_confidence + 0.1 * evidence, 0.9), 2)
-            labels = unique((label for r, _ in chunk for label in r.labels), 64)
+            labels = unique((label for r, _ in chunk for label in r.labels), 64) if labelled else []
             # In ledger field order (rows.FIELDS, which the tests hold it to): no reordering.
             out.append(
                 {

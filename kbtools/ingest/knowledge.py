@@ -91,35 +91,48 @@ _WORD_SET = frozenset(term for term, uses in _TERMS.items() if any(kind == _WORD
 
 @cache
 def _term_automaton() -> tuple[Any, tuple[str, ...], tuple[list[tuple[int, int]], ...], frozenset[int]]:
-    """(automaton, the terms, each one's uses, the numbers of those that may overlap themselves)."""
+    """(automaton, the terms, each one's uses, the numbers of those that may overlap themselves).
+
+    The software names a version starts with (:func:`_versions`) are found in the same
+    pass: they follow the terms, numbered from ``len(_TERMS)`` on, and have no uses."""
     import ahocorasick_rs
 
-    names = tuple(_TERMS)
+    names = (*_TERMS, *_VERSION_NAMES)
     # A DFA: twice as fast as the default NFA over prose, and built in a millisecond for these terms.
     automaton = ahocorasick_rs.AhoCorasick(
         list(names), matchkind=ahocorasick_rs.MatchKind.Standard, implementation=ahocorasick_rs.Implementation.DFA
     )
     # A term overlaps an occurrence of itself only if it begins as it ends ("timeout").
     bordered = frozenset(i for i, t in enumerate(names) if any(t[:k] == t[-k:] for k in range(1, len(t))))
-    return automaton, names, tuple(_TERMS[name] for name in names), bordered
+    return automaton, names, tuple(_TERMS[name] for name in names[: len(_TERMS)]), bordered
 
 
 def _term_hits(
-    low: str, present: AbstractSet[str] | None = None, spans: Sequence[tuple[str, int, int]] = ()
+    low: str,
+    present: AbstractSet[str] | None = None,
+    spans: Sequence[tuple[str, int, int]] = (),
+    names_at: list[int] | None = None,
 ) -> list[tuple[int, int]]:
     """``(offset, field number)`` of every field term in a lower-cased message, each
     term's occurrences taken left to right without overlapping one another (as
     str.find finds them); ``present``: the term words among the words of a text
     holding it, if known (a word not in this message then finds nothing). With
     ``spans`` (see :func:`_chunk_sentence_fields`) and no ``present``, ``low`` is a
-    rendered chunk and each piece is a message of its own to that test."""
+    rendered chunk and each piece is a message of its own to that test. ``names_at``
+    gets the offset of every occurrence of a software name (see :func:`_versions`)."""
     automaton, names, uses, bordered = _term_automaton()
+    first_name = len(uses)
+    if names_at is None:
+        names_at = []
     hits: list[tuple[int, int]] = []
     taken_to: dict[int, int] = {}  # term → the end of its last occurrence taken
     size = len(low)
     starts = [start for _, start, _ in spans]
     in_piece: dict[int, set[str]] = {}  # a piece's number → the term words among its words
     for term, pos, end in automaton.find_matches_as_indexes(low, overlapping=True):
+        if term >= first_name:
+            names_at.append(pos)
+            continue
         if term in bordered:
             if pos < taken_to.get(term, 0):
                 continue
@@ -253,15 +266,20 @@ def _sentence_fields(
 
 
 def _chunk_sentence_fields(
-    text: str, low: str, spans: Sequence[tuple[str, int, int]], present: AbstractSet[str] | None = None
+    text: str,
+    low: str,
+    spans: Sequence[tuple[str, int, int]],
+    present: AbstractSet[str] | None = None,
+    names_at: list[int] | None = None,
 ) -> dict[str, list[str]]:
     """:func:`_sentence_fields` of the pieces of a rendered chunk, in one pass over the chunk:
     its terms found once, its sentence breaks once (``spans``: each piece's role, start and
     end in ``text``; ``low`` its lower case, of the same length). The same as piece by piece:
     a piece is set off by ``"\n[role] "``, which no term and no sentence crosses, and whose
-    characters are no word characters next to a piece's first or last one."""
+    characters are no word characters next to a piece's first or last one (``names_at``:
+    as for :func:`_term_hits`)."""
     fields: dict[str, list[str]] = {name: [] for name, _ in SENTENCE_FIELDS}
-    _fill(fields, text, _sentences_of(text, low, _term_hits(low, present, spans), spans))
+    _fill(fields, text, _sentences_of(text, low, _term_hits(low, present, spans, names_at), spans))
     return fields
 
 
@@ -337,7 +355,9 @@ def _environments(low: str, words: AbstractSet[str]) -> list[str]:
     return sorted(found, key=lambda name: (found[name], name))[:ENV_MATCHES]
 
 
-def _versions(text: str, low: str | None = None) -> Iterator[str]:
+def _versions(text: str, low: str | None = None, names_at: Iterable[int] | None = None) -> Iterator[str]:
+    """``_VERSIONS.finditer(text)``'s matches (``low``: ``text.lower()``, if known; ``names_at``:
+    where in ``low`` the software names occur, if known: see :func:`_term_hits`)."""
     if low is None:
         low = text.lower()
     if len(low) != len(text):  # a few characters lower-case to two: offsets must agree
@@ -345,8 +365,10 @@ def _versions(text: str, low: str | None = None) -> Iterator[str]:
         return
     # ``_VERSIONS_LOW.finditer(low)``, tried only where one of its names occurs (one
     # Aho-Corasick pass; `re` tries the alternation at every character).
+    if names_at is None:
+        names_at = [start for _, start, _ in _version_names().find_matches_as_indexes(low, overlapping=True)]
     done = -1
-    for start in sorted({start for _, start, _ in _version_names().find_matches_as_indexes(low, overlapping=True)}):
+    for start in sorted(set(names_at)):
         if start >= done and (m := _VERSIONS_LOW.match(low, start)) is not None:
             done = m.end()
             yield text[start:done]
@@ -405,9 +427,12 @@ def knowledge_fields(
         and len(low) == len(text)
         and (rendered or text == "\n".join(render(role, piece) for role, piece in pieces))
     ):
-        # ``text`` is the rendered pieces: one pass over it (see _chunk_sentence_fields).
-        sentences = _chunk_sentence_fields(text, low, _spans(pieces), present)
+        # ``text`` is the rendered pieces: one pass over it (see _chunk_sentence_fields),
+        # which finds the software names for the versions too.
+        names_at: list[int] | None = []
+        sentences = _chunk_sentence_fields(text, low, _spans(pieces), present, names_at)
     else:
+        names_at = None
         sentences = _sentence_fields(pieces, present)
     if words is None:
         words = words_of(text)
@@ -416,7 +441,9 @@ def knowledge_fields(
     fields["user_goal"] = user[:USER_GOAL_CHARS]
     fields["technical_environment"] = _environments(low, words)
     fields["software_versions"] = (
-        unique(_versions(text, low), ENV_MATCHES) if words & _VERSIONED and any(d in text for d in "0123456789") else []
+        unique(_versions(text, low, names_at), ENV_MATCHES)
+        if words & _VERSIONED and any(d in text for d in "0123456789")
+        else []
     )
     root_cause = sentences["root_cause"]
     fields["root_cause"] = root_cause[-1] if root_cause else ""

@@ -303,7 +303,14 @@ def test_knowledge_terms_and_versions_are_found_as_defined(text: str) -> None:
                         expected.append((pos, field_no))
             pos = low.find(term, end)
     assert knowledge._term_hits(low) == sorted(expected)
-    assert list(knowledge._versions(text)) == [m.group(0) for m in knowledge._VERSIONS.finditer(text)]
+    versions = [m.group(0) for m in knowledge._VERSIONS.finditer(text)]
+    assert list(knowledge._versions(text)) == versions
+    names_at: list[int] = []
+    assert knowledge._term_hits(low, names_at=names_at) == sorted(expected)
+    if len(low) == len(text):
+        assert list(knowledge._versions(text, low, names_at)) == versions
+    # The software names are patterns of their own in the terms' automaton.
+    assert not knowledge._TERMS.keys() & set(knowledge._VERSION_NAMES)
 
 
 # Pieces of prose for the fast paths: term words behind non-word characters ("“try”",
