@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -227,7 +228,11 @@ _CHECKS: Final = {
 
 def decode(line: bytes | str, ledger: str) -> Row | None:
     """A line of ``ledger`` as a JSON object, validated (unknown extra keys are allowed);
-    None when it is malformed."""
+    None when it is malformed.
+
+    A lone surrogate (a ``\\ud800`` escape written into a ledger by hand, which JSON allows
+    and UTF-8 cannot hold) comes back as :func:`json_dumps` would have written it, a ``?``:
+    every place a row goes (a terminal, SQLite, a ledger line) takes UTF-8 only."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
@@ -238,7 +243,24 @@ def decode(line: bytes | str, ledger: str) -> Row | None:
         return None
     if ledger == "manifest" and (obj["parse_status"] not in PARSE_STATUSES or obj["candidate_count"] < 0):
         return None
+    if _may_hold_surrogate(line):
+        obj = dict(json.loads(json_dumps(obj)))  # (a surrogate pair's escape too: it comes back the same)
     return obj
+
+
+# A surrogate's escape (`\\ud800`-`\\udfff`), and its UTF-8 bytes (json.loads reads bytes
+# with "surrogatepass"). Two searches, each with its literal first: one alternation of
+# both would cost a fifth of decode (JSON lines are full of backslashes).
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPED_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _may_hold_surrogate(line: bytes | str) -> bool:
+    if isinstance(line, bytes):
+        return bool(_ESCAPED_SURROGATE_BYTES.search(line) or (b"\xed" in line and _SURROGATE_BYTES.search(line)))
+    return bool(_ESCAPED_SURROGATE.search(line) or (not line.isascii() and _SURROGATE.search(line)))
 
 
 # --------------------------------------------------------------------------- encoding

@@ -105,6 +105,20 @@ def test_lone_surrogates_are_encoded_as_replacement() -> None:
     assert json.loads(line)["reason"] == "bad ? text"
 
 
+def test_a_lone_surrogate_in_a_line_is_read_as_the_writer_writes_it() -> None:
+    """A hand-edited line may hold one (JSON allows the escape; json.loads reads bytes with
+    "surrogatepass"): decode gives the ``?`` the writer would have written, and leaves a
+    surrogate pair's escape (a real character) and every other line as they are."""
+    row = json.loads(encode(RejectedRow(rejection_id="r", source_key="k", reason="REASON")))
+    escaped = json.dumps(row).replace("REASON", "bad \\ud800 and \\uDFFF")
+    assert rows.decode(escaped, "rejected")["reason"] == "bad ? and ?"  # type: ignore[index]
+    assert rows.decode(escaped.encode(), "rejected")["reason"] == "bad ? and ?"  # type: ignore[index]
+    raw = json.dumps(row, ensure_ascii=False).encode().replace(b"REASON", "bad \ud800".encode("utf-8", "surrogatepass"))
+    assert rows.decode(raw, "rejected")["reason"] == "bad ?"  # type: ignore[index]
+    pair = json.dumps(row).replace("REASON", "\\ud83d\\ude00 \\\\ud800")  # an emoji; a backslash and "ud800"
+    assert rows.decode(pair, "rejected")["reason"] == "\U0001f600 \\ud800"  # type: ignore[index]
+
+
 def test_the_schema_key_changes_with_any_field_list() -> None:
     """The ledger index and the trusted-lines digest are keyed by it (see rows.SCHEMA_KEY)."""
     assert rows.SCHEMA_KEY == tuple(rows.FIELDS[t] for t in rows.ROW_TYPES.values())

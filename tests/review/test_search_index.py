@@ -8,12 +8,19 @@ import sqlite3
 
 from kbtools.review.index import INDEX_FILE, index_path, update_index
 from tests.review.conftest import ReviewKb
+from tests.testing.cli import run_kb_process
 
 
 def search_ids(review_kb: ReviewKb, query: str) -> list[str]:
     result = review_kb.kb("candidates", "search", query, "--format", "json")
     assert result.code == 0, result.err
     return [r["ref"] for r in json.loads(result.out)["results"]]
+
+
+def search_titles(review_kb: ReviewKb, query: str) -> list[str]:
+    result = review_kb.kb("candidates", "search", query, "--format", "json")
+    assert result.code == 0, result.err
+    return [r["title"] for r in json.loads(result.out)["results"]]
 
 
 def test_an_unchanged_rerun_does_not_rebuild_the_index(review_kb: ReviewKb) -> None:
@@ -111,8 +118,8 @@ def test_an_updated_index_equals_one_built_from_scratch(review_kb: ReviewKb, tmp
 
 
 def test_a_lone_surrogate_written_into_the_ledger_by_hand_is_searched_not_a_crash(review_kb: ReviewKb) -> None:
-    """JSON lets a line hold ``\\ud800``, which UTF-8 (and so SQLite) cannot: the index takes the
-    line with the surrogate replaced, as the ledger writer replaces one."""
+    """JSON lets a line hold ``\\ud800``, which UTF-8 (a terminal, SQLite) cannot: the line is
+    read with the surrogate replaced, as the ledger writer replaces one."""
     wanted = search_ids(review_kb, "connection pool")
     ledger = review_kb.env.out / "candidates.jsonl"
     lines = ledger.read_bytes().splitlines(keepends=True)
@@ -125,5 +132,7 @@ def test_a_lone_surrogate_written_into_the_ledger_by_hand_is_searched_not_a_cras
     ledger.write_bytes(b"".join(lines))
     assert search_ids(review_kb, "connection pool") == wanted
     for command in (("list",), ("list", "--format", "json"), ("show", wanted[0]), ("search", "connection pool")):
-        shown = review_kb.kb("candidates", *command)
-        assert shown.code == 0 and "Traceback" not in shown.err, (command, shown.err)
+        # A child process: its output is encoded as a terminal's is (in process it is a StringIO).
+        shown = run_kb_process("candidates", *command, "--root", str(review_kb.root), cwd=review_kb.root)
+        assert shown.code == 0 and "Traceback" not in shown.err and "error" not in shown.err, (command, shown.err)
+    assert "\\ud800" not in shown.out and "? " in search_titles(review_kb, "connection pool")[0]
