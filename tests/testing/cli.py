@@ -18,11 +18,25 @@ class Result:
     err: str
 
 
+class _Terminal(io.TextIOWrapper):
+    """Captured output encoded as a terminal's is (UTF-8, strict): text that a real stdout
+    refuses (a lone surrogate) fails here too, where a StringIO would take it."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="strict", newline="", write_through=True)
+
+    def getvalue(self) -> str:
+        self.flush()
+        buffer = self.buffer
+        assert isinstance(buffer, io.BytesIO)
+        return buffer.getvalue().decode("utf-8")
+
+
 def run_kb(*args: str, cwd: Path | None = None, stdin: str | None = None) -> Result:
     """In-process: `kbtools.cli.main(args)` with captured stdout/stderr."""
     from kbtools.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _Terminal(), _Terminal()
     old_cwd = Path.cwd()
     old_stdin = sys.stdin
     try:
