@@ -250,3 +250,33 @@ def test_init_below_the_top_of_a_repository_says_how_to_reach_the_kb(tmp_path):
     assert result.code == 0, result.err
     assert "--root docs/kb" in result.out
     assert run_kb("lint", "--root", "docs/kb", cwd=repo).code == 0
+
+
+def test_a_kb_below_the_top_of_a_repository_is_found_from_any_folder_inside_it(tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    assert run_kb("init", "docs/kb", cwd=repo).code == 0
+    kb = repo / "docs" / "kb"
+    (kb / "scripts").mkdir()
+    (kb / "scripts" / "KB.md").write_text("a KB.md without the layout beside it: not a root\n")
+    (repo / "docs" / "other").mkdir()
+    for folder in (kb, kb / "src" / "content" / "raw", kb / "scripts"):
+        result = run_kb("lint", cwd=folder)
+        assert result.code == 0 and "lint passed" in result.out + result.err, (folder, result.err)
+    # Outside it the top of the repository is the root, as before: not a knowledge base.
+    for folder in (repo, repo / "docs" / "other"):
+        assert run_kb("lint", cwd=folder).code == 1, folder
+    assert run_kb("lint", "--root", "docs/kb", cwd=repo).code == 0
+
+
+def test_a_kb_yaml_marks_a_kb_root_and_the_walk_stops_at_the_top_of_the_repository(tmp_path):
+    outer = tmp_path / "outer"
+    assert run_kb("init", str(outer)).code == 0
+    repo = init_repo(outer / "vendored")  # a repository of its own inside a KB folder
+    assert run_kb("lint", cwd=repo).code == 1  # its top is not a KB; the KB above it is not taken
+    kb = repo / "kb"
+    assert run_kb("init", str(kb)).code == 0
+    (kb / "KB.md").unlink()
+    (kb / ".kb.yaml").write_text("ingest:\n  jobs: 1\n")
+    (kb / "notes").mkdir()
+    result = run_kb("lint", cwd=kb / "notes")
+    assert result.code == 0, result.err

@@ -7,12 +7,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kbtools.config import Config, load_config
+from kbtools.config import CONFIG_FILE, Config, PathsConfig, load_config
 from kbtools.errors import KbError
 from kbtools.kb.layout import Layout
 
 
 def resolve_root(root: Path | None) -> Path:
+    """``--root``, else the nearest folder from here up to the top of the git repository that is
+    a knowledge base (:func:`is_kb_root`), else that top, else the current folder."""
     if root is not None:
         if not root.is_dir():
             raise KbError("root is not a folder", str(root))
@@ -20,7 +22,20 @@ def resolve_root(root: Path | None) -> Path:
     from kbtools.gitio import repo_root
 
     cwd = Path.cwd()
-    return repo_root(cwd) or cwd
+    top = repo_root(cwd)
+    for folder in (cwd, *cwd.parents):
+        if is_kb_root(folder):
+            return folder
+        if top is not None and folder == top:
+            break
+    return top or cwd
+
+
+def is_kb_root(folder: Path) -> bool:
+    """A folder holding `.kb.yaml`, or `KB.md` beside the default raw manifest (what `kb init` makes)."""
+    return (folder / CONFIG_FILE).is_file() or (
+        (folder / "KB.md").is_file() and (folder / PathsConfig().raw_manifest).is_file()
+    )
 
 
 def open_kb(root: Path | None) -> tuple[Config, Layout]:

@@ -78,8 +78,9 @@ def register(app: typer.Typer) -> None:
             print("next: git init && git add -A && git commit -m 'Create knowledge base'")
         elif top.resolve() != root:
             print(
-                f"note: {root} is below the top of its git repository ({top}); kb looks for a KB at the "
-                f"top, so run kb commands (and hook entries) with --root {root.relative_to(top.resolve())}"
+                f"note: {root} is below the top of its git repository ({top}); kb finds it from any folder "
+                f"inside it, and needs --root {root.relative_to(top.resolve())} from elsewhere in the "
+                "repository and in hook entries (pre-commit runs them at the top)"
             )
 
 
