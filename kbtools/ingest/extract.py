@@ -190,7 +190,8 @@ def _keep_records(
             continue  # nothing left once redacted
         labels = tuple(red.labels)
         labelled = labelled or bool(labels)
-        kept.append(KeptRecord(record.role, red.text, iso_time(record.created_at), record.index, labels))
+        # record.created_at is in iso_time's form already (the readers build records with make_record).
+        kept.append(KeptRecord(record.role, red.text, record.created_at, record.index, labels))
     return kept, events, labelled, internal
 
 
@@ -216,7 +217,7 @@ def _derived_event(meta: SourceMeta, index: int, role: str, created_at: str, mat
             record_type=meta.record_type,
             message_index=index,
             role=role,
-            created_at=iso_time(created_at),
+            created_at=created_at,
             artifact={"name": redact(match.name).text, "path": redact(match.path).text, "sha256": match.sha256},
             overlap=match.overlap,
             threshold=ctx.derived.threshold,

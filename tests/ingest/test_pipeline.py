@@ -12,7 +12,15 @@ import pytest
 from kbtools.redact import REDACTION_VERSION
 from tests.ingest.conftest import TECH_ANSWER, TECH_PROMPT, IngestEnv, read_jsonl, tech_turn
 from tests.testing.cli import kb_command, run_kb, run_on_terminal
-from tests.testing.sessions import age, assistant, user, write_lines, write_omp_advisor, write_omp_session
+from tests.testing.sessions import (
+    OmpSession,
+    age,
+    assistant,
+    user,
+    write_lines,
+    write_omp_advisor,
+    write_omp_session,
+)
 
 # Every test here runs with ingest's caches and without them (see conftest.cache_mode).
 pytestmark = pytest.mark.usefixtures("cache_mode")
@@ -274,6 +282,19 @@ def test_each_turn_is_its_own_candidate_and_equal_turns_are_duplicates(env: Inge
     assert (first["turn_index"], second["turn_index"]) == (0, 1)
     assert second["decision"] == "duplicate" and second["duplicate_of"] == first["candidate_id"]
     assert summary["duplicates"] == 1
+
+
+def test_candidate_times_are_its_messages_times_in_utc(env: IngestEnv) -> None:
+    session = OmpSession(session_id="s1")
+    session.user(TECH_PROMPT, timestamp="2026-03-01T11:00:05+02:00")  # an offset
+    session.assistant(TECH_ANSWER)  # epoch milliseconds, as OMP writes them
+    session.write(env.omp)
+    env.run()
+    (candidate,) = env.rows("candidates")
+    assert (candidate["created_at"], candidate["updated_at"]) == (
+        "2026-03-01T09:00:05.000Z",
+        "2026-03-01T09:00:14.000Z",
+    )
 
 
 def test_long_session_is_split_into_bounded_candidates_and_truncation_is_recorded(env: IngestEnv) -> None:
