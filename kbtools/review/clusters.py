@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 THRESHOLD = 0.2
@@ -172,16 +172,45 @@ class Table:
         rated = sorted([(count, h) for h in feats if (count := counts[h % slots]) <= cap])
         if len(rated) < MIN_FEATURES:
             return None
-        shared = rated[bisect_left(rated, (2,)) :]
-        return View(
-            list(map(_second, rated)), frozenset(map(_second, shared)), list(map(_second, shared[:VOTERS])), rated
-        )
+        return _view(list(map(_second, rated)), bisect_left(rated, (2,)))
 
     def keys(self, view: View) -> list[int]:
         """What a leader is posted under: its voters, and its :data:`LATER_KEYS` rarest
         shingles, shared or not yet, by which a candidate added later (a session that repeats
         this one) can still find it."""
-        return sorted({*view.voters, *map(_second, view.rated[:LATER_KEYS])})
+        return sorted({*view.voters, *view.kept[:LATER_KEYS]})
+
+
+def _view(kept: list[int], shared_from: int) -> View:
+    """The view of a candidate's features that are not common, rarest first, those from
+    ``shared_from`` on being shared."""
+    shared = kept[shared_from:]
+    return View(kept, frozenset(shared), shared[:VOTERS])
+
+
+class Numbered:
+    """A table's shingles that are not common, numbered from 1 rarest first (by count, then
+    hash), for candidates whose features are all among the ``hashes`` counted: a view as
+    :meth:`Table.view` gives it, of those numbers, costs a lookup per feature and a sort of
+    small ints. :func:`cluster` compares, posts and votes by numbers as by hashes (one names
+    the other); a leader's posting keys are hashes (:meth:`keys`)."""
+
+    def __init__(self, table: Table, hashes: Iterable[int]) -> None:
+        counts, slots, cap = table.counts, table.slots, table.cap
+        rated = sorted([(count, h) for h in hashes if (count := counts[h % slots]) <= cap])
+        self._hashes = [0, *map(_second, rated)]  # number → hash
+        self._number = {h: number for number, h in enumerate(self._hashes) if number}.get
+        self._shared_from = bisect_left(rated, (2,)) + 1
+
+    def view(self, feats: Iterable[int]) -> View | None:
+        kept = sorted(filter(None, map(self._number, feats)))  # None, for a common one, is dropped
+        if len(kept) < MIN_FEATURES:
+            return None
+        return _view(kept, bisect_left(kept, self._shared_from))
+
+    def keys(self, view: View) -> list[int]:
+        """:meth:`Table.keys` of the view :meth:`Table.view` gives."""
+        return sorted(map(self._hashes.__getitem__, {*view.voters, *view.kept[:LATER_KEYS]}))
 
 
 @dataclass(frozen=True)
@@ -189,7 +218,6 @@ class View:
     kept: list[int]  # its shingles that are not common, rarest first
     shared: frozenset[int]  # those some other candidate has too
     voters: list[int]  # the rarest of those: they propose the leaders to compare with
-    rated: list[tuple[int, int]]  # (candidates with it, shingle) of each of kept, in its order
 
 
 @dataclass(frozen=True)
@@ -215,11 +243,12 @@ def place(
     voters to how many; the :data:`CHECKED` named most are compared exactly, and the first
     of them in ledger order from another session that is similar enough is the one.
     ``lead(position)`` is the leader at a position."""
+    shared, kept = view.shared, len(view.kept)
     for position in _most_voted(votes(view.voters)):
         found = lead(position)
         if found is None or found.kept < MIN_FEATURES or found.session_key == session_key:
             continue
-        if len(view.shared & found.shared) / min(len(view.kept), found.kept) >= threshold:
+        if len(shared & found.shared) / min(kept, found.kept) >= threshold:
             return found
     return None
 
@@ -238,14 +267,26 @@ def _all_packed(head: list[Member], rest: Iterator[Member]) -> list[Member] | No
 
 def _most_voted(votes: Mapping[int, int]) -> list[int]:
     """The :data:`CHECKED` positions with the most votes (the earlier of two with as many), in
-    ledger order: those above the CHECKED-th highest count, then as many of those at it as
-    there is room for (what sorting a (-votes, position) pair per position gave)."""
+    ledger order (what sorting a (-votes, position) pair per position gave). Each position has
+    a vote at least; those with two or more are few, and when they are not enough the rest are
+    the earliest of those with one."""
     if len(votes) <= CHECKED:
         return sorted(votes)
-    cut = sorted(votes.values())[-CHECKED]
-    above = [position for position, count in votes.items() if count > cut]
-    at = sorted([position for position, count in votes.items() if count == cut])
-    return sorted(above + at[: CHECKED - len(above)])
+    most = sorted([position for position, count in votes.items() if count > 1])
+    if len(most) > CHECKED:
+        most.sort(key=votes.__getitem__, reverse=True)  # stable: the earlier first among as many
+        del most[CHECKED:]
+        most.sort()
+    elif len(most) < CHECKED:
+        room = CHECKED - len(most)
+        for position in sorted(votes):
+            if votes[position] == 1:
+                most.append(position)
+                room -= 1
+                if not room:
+                    break
+        most.sort()
+    return most
 
 
 @dataclass
@@ -309,22 +350,29 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
         exact.clear()
 
     total = 0
+    every = True  # whether exact holds every hash counted (it was not flushed before the end)
     for feats in feature_sets:
         total += 1
         exact.update(feats)
         if len(exact) >= _FLUSH_AT:
             flush()
+            every = False
+    hashes = list(exact) if every else []
     flush()
     table = Table(counts, slots, total, None if used is None else sorted(used))
+    view_of, keys_of = table.view, table.keys
+    if every:  # then every feature a candidate has is numbered
+        numbered = Numbered(table, hashes)
+        view_of, keys_of = numbered.view, numbered.keys
     leaders: dict[int, Lead] = {}
     postings: dict[int, list[int]] = {}
     done = Clustering(table, {}, {})
 
     def posted(voters: list[int]) -> Counter[int]:
-        return Counter(chain.from_iterable(postings.get(h, ()) for h in voters))
+        return Counter(chain.from_iterable(map(postings.get, voters, repeat(()))))
 
     for position, member in enumerate(members() if kept is None else kept):
-        view = table.view(first[position] if first else member.features())
+        view = view_of(first[position] if first else member.features())
         if view is None:
             continue
         leader = place(view, member.session_key, posted, leaders.get, threshold)
@@ -334,5 +382,5 @@ def cluster(members: Callable[[], Iterable[Member]], threshold: float = THRESHOL
         leaders[position] = Lead(member.candidate_id, member.session_key, view.shared, len(view.kept))
         for h in view.voters:
             postings.setdefault(h, []).append(position)
-        done.leads[member.candidate_id] = table.keys(view)
+        done.leads[member.candidate_id] = keys_of(view)
     return done

@@ -1,7 +1,7 @@
 """The search index's fast paths give what the slow ones do: msgspec's reading of a candidate
 line (kbtools.review.rows.indexed_fields) skips exactly the lines kbtools.ingest.rows.decode
 finds malformed and reads the same values; the clusters' view of a candidate is the one
-heapq.nsmallest gave."""
+heapq.nsmallest gave, by hashes or by numbers."""
 
 from __future__ import annotations
 
@@ -139,21 +139,64 @@ def test_a_candidates_view_is_the_one_heapq_gave(counts: list[int], total: int, 
     assert table.keys(got) == reference_keys(table, kept, voters)
 
 
-def test_a_ledger_whose_features_are_kept_is_clustered_as_one_read_three_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past SMALL_LEDGER, the members read once and kept with their packed features give the
-    clusters the three reads gave."""
-    rng = random.Random(17)
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=64),
+    total=st.integers(min_value=0, max_value=900),
+    ledger=st.lists(
+        st.sets(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), max_size=40), min_size=1, max_size=6
+    ),
+)
+def test_a_numbered_view_names_the_features_the_tables_view_gives(
+    counts: list[int], total: int, ledger: list[set[int]]
+) -> None:
+    """The view of a candidate by its features' numbers is, each number read as its hash, the
+    view by hashes, and a leader's posting keys are the same."""
+    table = algo.Table(array("I", counts), len(counts), total)
+    numbered = algo.Numbered(table, set().union(*ledger))
+    for feats in ledger:
+        want, got = table.view(sorted(feats)), numbered.view(feats)
+        assert (want is None) == (got is None)
+        if want is None or got is None:
+            continue
+        hashes = numbered._hashes
+        assert [hashes[n] for n in got.kept] == want.kept
+        assert {hashes[n] for n in got.shared} == want.shared and [hashes[n] for n in got.voters] == want.voters
+        assert numbered.keys(got) == table.keys(want)
+
+
+def _topical_ledger(rng: random.Random, size: int) -> list[algo.Member]:
+    """Candidates of ``size`` sessions, each on one of a few hundred topics, packed."""
     vocabulary = [f"word{i}".encode() for i in range(400)]
     topics = [rng.sample(vocabulary, 30) for _ in range(300)]
-    members = [
+    return [
         algo.Member(
             f"{i:064x}",
             f"session{i % 700}",
             [],
             algo.packed_features([*rng.sample(topics[rng.randrange(300)], 20), *rng.sample(vocabulary, 6)]),
         )
-        for i in range(algo.SMALL_LEDGER + 500)
+        for i in range(size)
     ]
+
+
+def test_a_ledger_of_more_shingles_than_are_counted_at_once_is_clustered_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted in slots several times (the view by hashes) or all at once (by numbers), the
+    clusters, posting keys and counts are the same."""
+    members = _topical_ledger(random.Random(23), algo.SMALL_LEDGER + 300)
+    at_once = algo.cluster(lambda: members)
+    monkeypatch.setattr(algo, "_FLUSH_AT", 64)
+    flushed = algo.cluster(lambda: members)
+    assert at_once.joined and at_once.leads
+    assert (at_once.joined, at_once.leads, at_once.table) == (flushed.joined, flushed.leads, flushed.table)
+
+
+def test_a_ledger_whose_features_are_kept_is_clustered_as_one_read_three_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SMALL_LEDGER, the members read once and kept with their packed features give the
+    clusters the three reads gave."""
+    members = _topical_ledger(random.Random(17), algo.SMALL_LEDGER + 500)
     reads: list[int] = []
 
     def read() -> list[algo.Member]:
