@@ -79,15 +79,42 @@ def tokens(text: str) -> list[bytes]:
         text = _LINE_LAYOUT.sub("\n", "\n" + text)
     if text.isascii():
         return text.encode("ascii").lower().translate(_BYTE_SEPARATORS).split()
+    marks, other = _marks()
+    if other.search(text) is None:  # ASCII but for typography (— → ’ ✓): the ASCII path
+        return marks.sub(" ", text).encode("ascii").lower().translate(_BYTE_SEPARATORS).split()
     text = _NON_ASCII_SEPARATORS.sub(" ", unicodedata.normalize("NFKC", text).lower())
     spaceless = _spaceless_char()
     if spaceless.search(text):
-        text = spaceless.sub(r" \g<0> ", text)
+        # Each such character a word of its own: split around it and joined with spaces
+        # (a substitution with a template calls back into Python for every character).
+        text = " ".join(spaceless.split(text))
     return text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split()
+
+
+# Typographic characters of prose (dashes, quotes, arrows, bullets, box drawing, symbols)
+# that NFKC and lower case leave as they are, or turn into ASCII punctuation, and that are
+# not word characters: each only separates words, so a text that is ASCII but for them has
+# the tokens of the ASCII text with a space for each (tests/derived hold the class to this
+# definition, character by character, on the running Python's Unicode tables). All in the
+# Basic Multilingual Plane, so the regex compiler makes them one table lookup per character
+# (a range beyond it makes a list of ranges, tried one by one): a text with an emoji takes
+# the general path.
+TYPOGRAPHY = (
+    "\u00a1-\u00a7\u00a9\u00ab-\u00ae\u00b0-\u00b1\u00b6-\u00b7\u00bb\u00bf\u00d7\u00f7\u200d"
+    "\u2010-\u2016\u2018-\u2027\u2030-\u203d\u203f-\u205e\u2190-\u2426\u2440-\u244a"
+    "\u2500-\u2775\u2794-\u2adb\u2add-\u2b73\u2b76-\u2b95\u2b97-\u2bff"
+    "\u3000-\u3004\u3008-\u3020\u3030\u3036-\u3037\u303d-\u303f\ufe0f"
+)
 
 
 @cache
 def _spaceless_char() -> re.Pattern[str]:
     # Compiled on first non-ASCII text, not at import: 3-4 ms that a run
     # without such text (and every command that only imports this) never needs.
-    return re.compile(f"[{_SPACELESS}]")
+    return re.compile(f"([{_SPACELESS}])")
+
+
+@cache
+def _marks() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A :data:`TYPOGRAPHY` character; a character neither ASCII nor one of them."""
+    return re.compile(f"[{TYPOGRAPHY}]"), re.compile(f"[^\\x00-\\x7f{TYPOGRAPHY}]")

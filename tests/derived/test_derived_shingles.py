@@ -115,6 +115,7 @@ def _reference_tokens(text: str) -> list[bytes]:
         alphabet=st.sampled_from(
             list("abcXYZ019 _-.,;:!?()[]*#`'\"\t\n/")
             + list("éÜßø—’“”→×½²ﬁＡ　\u00a0日本語のテキストカ한국어")
+            + list("–…•✅❌✓⚠·«»§©±÷‐‑′″※、。「」〈〉║╔→⇒∑∞≠≤⌘⏎␣①™\u200d\ufe0f")
             + ["\u0301", "😀"]
         ),
         max_size=60,
@@ -123,3 +124,24 @@ def _reference_tokens(text: str) -> list[bytes]:
 def test_derived_filter_fast_tokens_equal_the_definition(text: str) -> None:
     flat = "x " + text.replace("\n", " ")  # no line start: neither list-marker nor fence stripping applies
     assert tokens(flat) == _reference_tokens(flat)
+
+
+def test_derived_filter_typography_is_only_separators_in_the_normal_form() -> None:
+    # What lets tokens() take the ASCII path for a text that is ASCII but for these characters:
+    # each one is assigned, left as it is by NFKC and lower case (or made ASCII punctuation),
+    # not a word character and not combining, so in any text it only separates words.
+    import re
+    import unicodedata
+
+    from kbtools.derived.normalise import TYPOGRAPHY
+
+    members = [c for c in map(chr, range(0x80, 0x10000)) if re.fullmatch(f"[{TYPOGRAPHY}]", c)]
+    assert {"—", "–", "’", "“", "→", "•", "✅", "×", "…", "\u3000", "。"} <= set(members)
+    for char in members:
+        normal = unicodedata.normalize("NFKC", char)
+        assert unicodedata.category(char) != "Cn" and normal.lower() == normal, hex(ord(char))
+        for part in normal:
+            assert not re.match(r"\w", part) and not unicodedata.combining(part), hex(ord(char))
+            assert not part.isascii() or not part.isalnum(), hex(ord(char))
+        assert tokens(f"a{char}b c{char}") == [b"a", b"b", b"c"], hex(ord(char))
+        assert tokens(f"x{char}é{char}\u0301") == _reference_tokens(f"x{char}é{char}\u0301"), hex(ord(char))
