@@ -146,6 +146,16 @@ SIGNAL_WORDS = frozenset(
     codex agent agents llm llms""".split()
 )
 SIGNAL_CJK = tuple("错误 失败 根因 修复 配置 验证 测试 构建 数据库 架构 排查 工具 会话 知识库 前端 后端 设计".split())
+# All of them in one pass (the regex engine skips to a term's first character), not one
+# scan of the text per term. Matches do not overlap, so a term that can start inside
+# another's match (架构建: 架构, then 构建) is looked for on its own when something matched.
+_CJK_TERMS = re.compile("|".join(SIGNAL_CJK))
+_CJK_OVERLAPPING = tuple(
+    term
+    for term in SIGNAL_CJK
+    if any(other != term and any(other.endswith(term[:k]) for k in range(1, len(term) + 1)) for other in SIGNAL_CJK)
+    or any(other != term and term in other for other in SIGNAL_CJK)
+)
 # ASCII punctuation that separates words (`_` stays: it is part of an identifier).
 _SEPARATOR_BYTES = b".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"
 # Translated as UTF-8 bytes: str.translate falls back to a per-character dict
@@ -171,6 +181,7 @@ def words_of(text: str) -> set[str]:
 def technical_signals(text: str, words: AbstractSet[str] | None = None) -> set[str]:
     """The distinct technical terms a text uses, as whole words (lower case)."""
     found = set((words if words is not None else words_of(text)) & SIGNAL_WORDS)  # a few words
-    if not text.isascii():
-        found.update(term for term in SIGNAL_CJK if term in text)
+    if not text.isascii() and (terms := _CJK_TERMS.findall(text)):
+        found.update(terms)
+        found.update(term for term in _CJK_OVERLAPPING if term not in found and term in text)
     return found

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kbtools.ingest.control_plane import is_internal_text, technical_signals
+from kbtools.ingest.control_plane import SIGNAL_CJK, is_internal_text, technical_signals
 
 INTERNAL = [
     "Silent mode",
@@ -77,3 +79,15 @@ def test_any_leading_whitespace_is_skipped_before_the_prefix_rules() -> None:
     for space in (" ", "\t\n", "\u00a0", "\u2003", "\x1c", "\u3000"):
         assert is_internal_text(space + "[irc] hello")
     assert not is_internal_text("\u200b[irc] hello")  # a zero-width space is not whitespace
+
+
+def test_chinese_signal_terms_are_found_where_they_overlap() -> None:
+    # 架构建 holds 架构 and 构建; one left-to-right pass of non-overlapping matches sees only the first.
+    assert technical_signals("新的架构建好了") == {"架构", "构建"}
+    assert technical_signals("数据库和知识库 — 前端后端") == {"数据库", "知识库", "前端", "后端"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(sorted(set("".join(SIGNAL_CJK))) + list("的了 a—é")), max_size=40))
+def test_chinese_signal_terms_are_every_term_the_text_contains(text: str) -> None:
+    assert technical_signals(text, set()) == {term for term in SIGNAL_CJK if term in text and not text.isascii()}
