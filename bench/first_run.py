@@ -3,6 +3,7 @@
     python bench/first_run.py WORK [--mb 200] [--shapes default,prose-heavy] [--jobs default,1]
                               [--repeat 3] [--seed 1] [--tree LABEL=CHECKOUT ...]
 
+`--shapes` takes any of bench/corpus/shapes.py's (default, prose-heavy, zh-mixed).
 Generates each shape's corpus once under WORK/corpus/ (bench/gen_corpus.py's
 generator, seed 1 by default; kept for later runs), makes a scratch knowledge
 base (`kb init`), then runs the first run — `kb ingest --write --skip-hindsight`

@@ -1,7 +1,7 @@
 """Generate realistic, deterministic agent session stores for tests and benchmarks.
 
     python bench/gen_corpus.py OUT_DIR --mb N [--seed S] [--agents omp,codex,opencode,claude]
-                               [--shape default|prose-heavy] [--safe-secrets | --no-secrets]
+                               [--shape default|prose-heavy|zh-mixed] [--safe-secrets | --no-secrets]
 
 Writes each agent's store under OUT_DIR in its real on-disk layout (see
 bench/corpus/__init__.py), then prints one JSON line: bytes, files and sessions
@@ -24,6 +24,15 @@ Shapes (bench/corpus/shapes.py holds the numbers; figures for --mb 200 --seed 1)
                 results are cut to 2,500 characters; 8.9 M characters of kept
                 prose. Agents: OMP 55 %, Codex 25 %, OpenCode 12 %, Claude
                 Code 8 % (an OMP-first user who also runs Codex).
+  zh-mixed      prose-heavy's sizes, shares and structure (about 1,560
+                sessions), with the text of a Chinese-speaking team: 60 % of
+                the sessions have a user who writes Simplified Chinese
+                (technical requests with English identifiers, paths, commands
+                and errors inline) and gets Chinese replies that mix in
+                English terms and code; thinking stays mostly English. English
+                replies carry typographic punctuation (em dashes, → in
+                summaries, curly apostrophes, ✅/❌ status lists, …). Non-ASCII
+                text takes reader code paths that ASCII prose never does.
 
 Secrets: by default secret-shaped strings (API keys, tokens, AWS ids, JWTs,
 passwords in URLs) are generated at random in real shapes. `--safe-secrets`

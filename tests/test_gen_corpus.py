@@ -420,3 +420,116 @@ def test_cli_shape_option(tmp_path: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "--shape: invalid choice: 'huge'" in bad.stderr
+
+
+# --------------------------------------------------------------------------- the zh-mixed shape
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def zh_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """A zh-mixed store and the ledgers of its first `kb ingest --write`."""
+    from corpus import SHAPES
+
+    from tests.testing.cli import run_kb
+
+    root = tmp_path_factory.mktemp("zh")
+    generate(root / "corpus", total_bytes=3_000_000, seed=12, secret_mode="placeholder", shape=SHAPES["zh-mixed"])
+    kb = root / "kb"
+    kb.mkdir()
+    result = run_kb(
+        "ingest",
+        "--root",
+        str(kb),
+        "--write",
+        "--skip-hindsight",
+        "--output-dir",
+        str(root / "out"),
+        *ingest_flags(root / "corpus"),
+    )
+    assert result.code == 0, result.err
+    return root, json.loads(result.out.strip().splitlines()[-1])
+
+
+def _ledger(root: Path, name: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (root / "out" / name).read_text("utf-8").splitlines()]
+
+
+def _kept_messages(root: Path) -> list[tuple[str, str, str]]:
+    """(session, role, text) of every distinct message the candidates keep."""
+    from kbtools.ingest.candidates import split_messages
+
+    seen: dict[tuple[str, str, str], None] = {}
+    for row in _ledger(root, "candidates.jsonl"):
+        for role, text in split_messages(str(row["text"])):
+            seen[(str(row["source_key"]), role, text)] = None
+    return list(seen)
+
+
+def _share(texts: list[str], chars: str) -> float:
+    return sum(any(c in t for c in chars) for t in texts) / len(texts)
+
+
+def test_zh_mixed_store_is_ingested_with_every_session_processed(zh_run: tuple[Path, dict[str, object]]) -> None:
+    root, summary = zh_run
+    assert summary["failed"] == 0 and summary["errors"] == 0 and summary["unknown_records"] == 0
+    sessions = [row for row in _ledger(root, "manifest.jsonl") if row["record_type"] == "session"]
+    assert len(sessions) >= 40
+    # A session left out is one without a prompt (a budget's tail too small for a turn), as in every shape.
+    left_out = [row for row in sessions if row["parse_status"] != "processed"]
+    assert all(not row["records"].get("user_prose") for row in left_out)  # type: ignore[attr-defined]
+    assert len(left_out) <= 2
+
+
+def test_zh_mixed_kept_prose_has_chinese_and_typographic_punctuation(zh_run: tuple[Path, dict[str, object]]) -> None:
+    root, _summary = zh_run
+    messages = _kept_messages(root)
+    by_session: dict[str, list[str]] = {}
+    for session, role, text in messages:
+        if role == "user":
+            by_session.setdefault(session, []).append(text)
+    # About 60 % of the users write Chinese, the whole session long.
+    chinese = [s for s, prompts in by_session.items() if any(CJK.search(p) for p in prompts)]
+    assert 0.45 <= len(chinese) / len(by_session) <= 0.75
+    assert all(all(CJK.search(p) for p in by_session[s]) for s in chinese)
+    zh_prompts = [t for _s, role, t in messages if role == "user" and CJK.search(t) and len(t) > 30]
+    assert len(set(zh_prompts)) >= 0.95 * len(zh_prompts)  # not a handful of repeated sentences
+    assert sum(bool(re.search(r"`[^`]*[a-z_]+\.(py|ts|tsx|rs)`", t)) for t in zh_prompts) >= 0.2 * len(zh_prompts)
+    replies = [t for _s, role, t in messages if role == "assistant"]
+    zh_replies = [t for t in replies if CJK.search(t)]
+    assert 0.4 <= len(zh_replies) / len(replies) <= 0.85
+    assert _share(zh_replies, "，。：") > 0.9 and _share(zh_replies, "`") > 0.5  # English terms inline
+    # English paragraphs as models write them (closing answers and longer notes).
+    english = [t for t in replies if not CJK.search(t) and len(t) > 200]
+    assert len(english) >= 20
+    assert 0.35 <= _share(english, "—") <= 0.85
+    assert 0.15 <= _share(english, "→") <= 0.6
+    assert 0.1 <= _share(english, "’") <= 0.5
+    assert 0.15 <= _share(english, "✅❌✓") <= 0.6
+    assert 0 < _share(replies, "…") <= 0.15
+
+
+def test_zh_mixed_thinking_is_mostly_english_with_some_chinese(zh_run: tuple[Path, dict[str, object]]) -> None:
+    root, _summary = zh_run
+    thinking = [
+        part["thinking"]
+        for path in (root / "corpus" / "omp").rglob("*.jsonl")
+        for entry in map(json.loads, path.read_bytes().splitlines())
+        if entry.get("type") == "message" and entry["message"].get("role") == "assistant"
+        for part in entry["message"]["content"]
+        if part["type"] == "thinking"
+    ]
+    text = "".join(thinking)
+    with_chinese = [t for t in thinking if CJK.search(t)]
+    assert 0.3 <= len(with_chinese) / len(thinking) <= 0.8
+    assert len(CJK.findall(text)) < 0.1 * len(text)
+
+
+def test_zh_mixed_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
+    from corpus import SHAPES
+
+    for name in ("a", "b"):
+        generate(tmp_path / name, total_bytes=500_000, seed=5, shape=SHAPES["zh-mixed"])
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert CJK.search(_all_text(tmp_path / "a"))

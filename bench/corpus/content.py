@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 
+from corpus import zh
 from corpus.model import SessionContext, Step, ToolCall, Turn
 from corpus.secrets import SecretMaker
 from corpus.shapes import DEFAULT, Shape
@@ -501,6 +503,50 @@ class Content:
     def _code(self, rng: random.Random, lang: str, functions: int = 1) -> str:
         return _fence(lang, source_code(rng, lang, functions))
 
+    def _zh(self, rng: random.Random, ctx: SessionContext) -> bool:
+        """Whether the session's user writes Chinese; drawn once, and only by shapes that have such users."""
+        if not self.shape.zh_p:
+            return False
+        if ctx.zh is None:
+            ctx.zh = rng.random() < self.shape.zh_p
+        return ctx.zh
+
+    def _slots(
+        self, rng: random.Random, ctx: SessionContext, **extra: Callable[[], str]
+    ) -> dict[str, Callable[[], str]]:
+        """The English material of a `corpus.zh` template, each slot drawn when the template uses it."""
+        p, lang = ctx.project, ctx.project.lang
+        lib, v = _lib(rng, lang)
+        return {
+            "path": lambda: _rel_path(rng, p),
+            "test_path": lambda: _rel_path(rng, p, test=True),
+            "cmd": lambda: _test_command(rng, p),
+            "ident": lambda: _ident(rng),
+            "lib": lambda: lib,
+            "v": lambda: v,
+            "v2": lambda: rng.choice(dict(LIBRARIES[lang])[lib]),
+            "err": lambda: rng.choice(ERRORS[lang]),
+            "err_short": lambda: rng.choice(ERRORS[lang])[:80],
+            "trace": lambda: self.personalise(self.pool.pick(rng, f"trace:{lang}"), ctx),
+            "code": lambda: self._code(rng, lang),
+            "host": lambda: rng.choice(PRIVATE_HOSTS),
+            "logdir": lambda: f"{ctx.person.home}/logs/{p.name}/",
+            "pkg": lambda: p.package,
+            "opt": lambda: f"{rng.choice(VERBS)}-{rng.choice(NOUNS)}",
+            "n": lambda: str(rng.randint(2, 900)),
+            "sha": lambda: _hex(rng, 7),
+            "url": lambda: rng.choice(PUBLIC_URLS),
+            "colleague": lambda: rng.choice(COLLEAGUES),
+            "exc": lambda: rng.choice(("ValueError", "KeyError", "TimeoutError", "OSError", "RuntimeError")),
+            "key": lambda: f"{rng.choice(NOUNS)}.{rng.choice(NOUNS)}",
+            "en": lambda: rng.choice(NOUNS),
+            **extra,
+        }
+
+    def _typeset(self, rng: random.Random, text: str) -> str:
+        dash, curly, dots = self.shape.typography
+        return zh.typeset(rng, text, dash, curly, dots) if dash or curly or dots else text
+
     def personalise(self, text: str, ctx: SessionContext) -> str:
         if "@@" not in text:
             return text
@@ -514,6 +560,8 @@ class Content:
     # ------------------------------------------------------------ user prompts
 
     def prompt(self, rng: random.Random, ctx: SessionContext) -> str:
+        if self._zh(rng, ctx):
+            return zh.prompt(rng, self._slots(rng, ctx)) + self._maybe_secret(rng, 0.05)
         p, lang = ctx.project, ctx.project.lang
         path = _rel_path(rng, p)
         lib, v = _lib(rng, lang)
@@ -565,6 +613,14 @@ class Content:
     # ------------------------------------------------------------ assistant prose
 
     def commentary(self, rng: random.Random, ctx: SessionContext, tool: ToolCall | None) -> str:
+        if self.shape.zh_p:
+            target = "" if tool is None else tool.args.get("path") or tool.args.get("command") or ""
+            if self._zh(rng, ctx):
+                return zh.commentary(rng, self._slots(rng, ctx, target=lambda: target or ctx.cwd))
+            return self._typeset(rng, self._commentary(rng, tool))
+        return self._commentary(rng, tool)
+
+    def _commentary(self, rng: random.Random, tool: ToolCall | None) -> str:
         if tool is None or rng.random() < 0.3:
             return rng.choice(
                 (
@@ -585,6 +641,27 @@ class Content:
         )
 
     def final(self, rng: random.Random, ctx: SessionContext) -> str:
+        if not self.shape.zh_p:
+            return self._final(rng, ctx)
+        status, flow, aside = self.shape.extras
+        slots = self._slots(rng, ctx)
+        if self._zh(rng, ctx):
+            parts = zh.final(rng, slots)
+            if rng.random() < 0.5:
+                parts.insert(2, "核心改动：\n\n" + self._code(rng, ctx.project.lang))
+            if rng.random() < status:
+                parts.append(zh.status(rng, slots))
+            return "\n\n".join(parts) + self._maybe_secret(rng, 0.02)
+        parts = [self._final(rng, ctx)]
+        if rng.random() < flow:
+            parts.append(zh.flow(rng, slots))
+        if rng.random() < aside:
+            parts.append(zh.aside(rng, slots))
+        if rng.random() < status:
+            parts.append(zh.status(rng, slots))
+        return self._typeset(rng, "\n\n".join(parts))
+
+    def _final(self, rng: random.Random, ctx: SessionContext) -> str:
         p, lang = ctx.project, ctx.project.lang
         lib, v = _lib(rng, lang)
         changes = "\n".join(
@@ -622,7 +699,12 @@ class Content:
     def thinking(self, rng: random.Random, ctx: SessionContext) -> str:
         p = ctx.project
         sentences = []
+        # Models think in English for Chinese users too, with a Chinese sentence now and then.
+        slots = self._slots(rng, ctx) if self._zh(rng, ctx) else None
         for _ in range(rng.randint(*self.shape.thinking_sentences)):
+            if slots is not None and rng.random() < 0.15:
+                sentences.append(zh.thinking_sentence(rng, slots))
+                continue
             sentences.append(
                 rng.choice(
                     (
@@ -637,7 +719,7 @@ class Content:
                     )
                 )
             )
-        return " ".join(sentences)
+        return self._typeset(rng, " ".join(sentences))
 
     def control(self, rng: random.Random) -> tuple[str, str]:
         """Agent runtime chatter that must never become knowledge."""

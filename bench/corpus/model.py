@@ -49,6 +49,7 @@ class SessionContext:
     model: str
     clock_ms: int = 0
     heavy: bool = False
+    zh: bool | None = None  # the user writes Chinese (drawn at the first prompt, by shapes that have such users)
     turns: list[Turn] = field(default_factory=list)
 
     def tick(self, rng_seconds: float) -> int:

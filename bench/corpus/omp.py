@@ -46,9 +46,14 @@ def dir_name(cwd: str, home: str, legacy: bool) -> str:
 
 
 def title_slot(title: str, updated_ms: int) -> str:
-    head = dumps(
-        {"type": "title", "v": 1, "title": title[:120], "source": "auto", "updatedAt": iso(updated_ms), "pad": ""}
-    )
+    title = title[:120]
+    while True:  # the slot is 256 bytes: a non-ASCII title is cut further
+        head = dumps(
+            {"type": "title", "v": 1, "title": title, "source": "auto", "updatedAt": iso(updated_ms), "pad": ""}
+        )
+        if len(head.encode()) <= 255:
+            break
+        title = title[:-1]
     pad = max(0, 255 - len(head.encode()))
     return head[:-2] + " " * pad + '"}'
 

@@ -12,9 +12,22 @@ files) next to the text part; tool results are short. About 9 M characters of
 kept prose (user and assistant text) per 200 MB. The agents' shares follow an
 OMP-first user who also runs Codex, with OpenCode and Claude Code on the side.
 
+`zh-mixed` is prose-heavy with the text real stores hold: about 60 % of the
+sessions belong to a user who writes Simplified Chinese (修复…, 为什么…报错,
+帮我…, with English identifiers, paths, error messages and commands inline) and
+gets Chinese replies mixing in English terms and code; thinking stays English
+with a Chinese sentence now and then (15 %). English assistant prose is
+typeset as models write it: per message a 45 % chance of em dashes (for about
+2 in 5 of its `, ` and `; `), 30 % curly apostrophes, 6 % ellipses; closing
+answers add a status list with ✅/✓/❌ (30 %), a line with arrows (35 %), a
+dashed aside (30 %). Templates and vocabulary are in corpus.zh. On 200 MB
+(seed 1, 1,560 sessions, 61 % of them Chinese) 51 % of the kept English
+replies over 200 characters have an em dash, 34 % an arrow, 30 % a check mark.
+
 Every knob of `default` is the constant the generator had before shapes
 existed, consumed in the same order, so the default output is byte-identical
-to it for the same seed.
+to it for the same seed; later knobs (`zh_p`, `typography`, `extras`) default
+to values that draw nothing, so older shapes keep their output too.
 """
 
 from __future__ import annotations
@@ -40,6 +53,12 @@ class Shape(NamedTuple):
     # Cumulative shares of read, bash, grep, edit, write tool calls (glob is the rest).
     tools: tuple[float, float, float, float, float]
     output_cap: int  # tool output is cut to this many characters (0: not cut)
+    # Knobs of later shapes; their defaults draw nothing, so older shapes' streams stay as they were.
+    zh_p: float = 0.0  # share of sessions whose user writes Simplified Chinese (and gets Chinese replies)
+    # Per English assistant message: chance of em dashes, curly apostrophes, ellipses; and
+    # of a status list (✅/❌), an arrow line and a dashed aside in a closing answer.
+    typography: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    extras: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 DEFAULT = Shape(
@@ -74,4 +93,11 @@ PROSE_HEAVY = DEFAULT._replace(
     output_cap=2_500,
 )
 
-SHAPES = {shape.name: shape for shape in (DEFAULT, PROSE_HEAVY)}
+ZH_MIXED = PROSE_HEAVY._replace(
+    name="zh-mixed",
+    zh_p=0.6,
+    typography=(0.45, 0.3, 0.06),
+    extras=(0.3, 0.35, 0.3),
+)
+
+SHAPES = {shape.name: shape for shape in (DEFAULT, PROSE_HEAVY, ZH_MIXED)}
