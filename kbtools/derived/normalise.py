@@ -27,10 +27,11 @@ silently compared.
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import cache
 
 from blake3 import blake3
+
+from kbtools.nfkc import nfkc
 
 NORMALISER_VERSION = "kb-words-1"
 
@@ -82,7 +83,7 @@ def tokens(text: str) -> list[bytes]:
     marks, other = _marks()
     if other.search(text) is None:  # ASCII but for typography (— → ’ ✓): the ASCII path
         return marks.sub(" ", text).encode("ascii").lower().translate(_BYTE_SEPARATORS).split()
-    text = _NON_ASCII_SEPARATORS.sub(" ", unicodedata.normalize("NFKC", text).lower())
+    text = _NON_ASCII_SEPARATORS.sub(" ", nfkc(text).lower())
     spaceless = _spaceless_char()
     if spaceless.search(text):
         # Each such character a word of its own: split around it and joined with spaces

@@ -29,6 +29,7 @@ from kbtools.ingest.dedup import marking
 from kbtools.ingest.hashing import fingerprint, sha256_hex
 from kbtools.ingest.knowledge import has_cjk, knowledge_fields, render, unique
 from kbtools.ingest.rows import Row
+from kbtools.nfkc import nfkc
 
 MIN_TURN_CHARS = 120
 SUMMARY_CHARS = 300
@@ -150,7 +151,7 @@ STOPWORDS = frozenset(
 
 
 def keyword_tokens(text: str) -> list[str]:
-    return word_list(unicodedata.normalize("NFKC", text).lower())
+    return word_list(nfkc(text).lower())
 
 
 # An underscore that starts or ends one of control_plane.word_list's words of a text: a

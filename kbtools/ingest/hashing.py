@@ -19,9 +19,10 @@ import hashlib
 import math
 import re
 import time
-import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from kbtools.nfkc import nfkc
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Numbers below this are epoch seconds, the rest epoch milliseconds (as the reference).
@@ -39,11 +40,11 @@ def sha256_hex(value: str | bytes) -> str:
 
 
 def hash_identifier(value: str) -> str:
-    return sha256_hex(unicodedata.normalize("NFKC", value))
+    return sha256_hex(nfkc(value))
 
 
 def normalize_text(value: str) -> str:
-    folded = unicodedata.normalize("NFKC", value).lower()
+    folded = nfkc(value).lower()
     # str.split() and `\s` agree on what is whitespace; split/join runs in C.
     return " ".join(folded.split())
 
