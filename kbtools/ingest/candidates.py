@@ -236,10 +236,10 @@ class NoteIndex(NamedTuple):
 # --------------------------------------------------------------------------- candidates
 
 
-def _summary_and_fingerprint(text: str, nfkc: bool) -> tuple[str, str]:
-    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)`` (``nfkc``:
+def _summary_and_fingerprint(text: str, normal: bool) -> tuple[str, str]:
+    """``" ".join(text.split())[:SUMMARY_CHARS]`` and ``fingerprint(text)`` (``normal``:
     whether NFKC leaves ``text`` as it is)."""
-    if not nfkc:
+    if not normal:
         return _summary(text), fingerprint(text)
     # Lower case keeps a blank a blank and adds none (so for every code point: see the
     # tests), and no case mapping looks at a blank but to see that it is one: the text's
@@ -298,12 +298,12 @@ def build_candidates(
                 return out, True
             budget -= len(text)
             low = whole_low if text == whole else text.lower()
-            nfkc = text.isascii() or unicodedata.is_normalized("NFKC", text)
-            summary, fp = _summary_and_fingerprint(text, nfkc)
+            normal = text.isascii() or unicodedata.is_normalized("NFKC", text)
+            summary, fp = _summary_and_fingerprint(text, normal)
             # The chunk's word set: the turn's when it is the whole turn. Where NFKC changes
             # nothing the keyword tokens are the same words, and for ASCII text every
             # word of its pieces (lower-casing is per character).
-            if text == whole and nfkc:
+            if text == whole and normal:
                 words = top_words(whole_counts, edges=_EDGE_UNDERSCORE.search(whole_low) is not None)
                 counts = whole_counts
             else:

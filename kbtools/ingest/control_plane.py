@@ -151,10 +151,12 @@ SIGNAL_CJK = tuple("错误 失败 根因 修复 配置 验证 测试 构建 数�
 # another's match (架构建: 架构, then 构建) is looked for on its own when something matched.
 _CJK_TERMS = re.compile("|".join(SIGNAL_CJK))
 _CJK_OVERLAPPING = tuple(
-    term
-    for term in SIGNAL_CJK
-    if any(other != term and any(other.endswith(term[:k]) for k in range(1, len(term) + 1)) for other in SIGNAL_CJK)
-    or any(other != term and term in other for other in SIGNAL_CJK)
+    dict.fromkeys(
+        term
+        for term in SIGNAL_CJK
+        for other in SIGNAL_CJK
+        if other != term and (term in other or any(other.endswith(term[:k]) for k in range(1, len(term))))
+    )
 )
 # ASCII punctuation that separates words (`_` stays: it is part of an identifier).
 _SEPARATOR_BYTES = b".,;:!?()[]{}<>\"'`*=/\\|~#@$%^&+-"
