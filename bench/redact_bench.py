@@ -13,7 +13,10 @@
 3. detect-secrets (optional): the python of a venv that has detect-secrets installed
    (never a project dependency) scans the first `--ds-mb` MB of the same messages,
    written one message per line, in-process with its default plugins; import time excluded.
-4. Hostile input from 10 KB up to `--adversarial-max-kb`: `a@a@…`, `////…`, `"\\\\…`,
+4. Pasted logs: a question with 2–40 KB of server output pasted under it, as users paste
+   it (access logs, application logs with request ids and upstream addresses, `kubectl get
+   pods -o wide`, sshd lines from journalctl, Python tracebacks): an address on most lines.
+5. Hostile input from 10 KB up to `--adversarial-max-kb`: `a@a@…`, `////…`, `"\\\\…`,
    base64 runs and more; linear growth means ×10 input ≈ ×10 time.
 
 1 MB = 1,000,000 bytes of UTF-8.
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,12 +122,62 @@ def message(rng: random.Random) -> str:
     return "\n\n".join(parts)
 
 
-def corpus(total_bytes: int, seed: int) -> list[str]:
+_AGENT = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+_ROUTES = ("/api/v1/items", "/api/v1/orders", "/healthz", "/static/app.js", "/login", "/v2/search")
+
+
+def _address(rng: random.Random) -> str:
+    if rng.random() < 0.5:  # a cluster's pod and service addresses, a LAN
+        return rng.choice(["10.42.{}.{}", "10.0.{}.{}", "172.18.{}.{}", "192.168.{}.{}"]).format(
+            rng.randrange(256), rng.randrange(1, 255)
+        )
+    return ".".join(str(rng.randrange(1, 224) if i == 0 else rng.randrange(256)) for i in range(4))
+
+
+def _log_line(rng: random.Random, kind: int, n: int) -> str:
+    stamp = f"2026-06-08T23:{n // 60 % 60:02d}:{n % 60:02d}.{rng.randrange(1000):03d}Z"
+    route = f"{rng.choice(_ROUTES)}/{rng.randrange(1, 99999)}"
+    if kind == 0:
+        return (
+            f'{_address(rng)} - - [08/Jun/2026:23:{n // 60 % 60:02d}:{n % 60:02d} +0000] "GET {route} HTTP/1.1" '
+            f'{rng.choice([200, 200, 304, 404, 502])} {rng.randrange(80, 90000)} "-" "{_AGENT}"'
+        )
+    if kind == 1:
+        return (
+            f"{stamp} {rng.choice(['INFO ', 'WARN ', 'ERROR'])} [worker-{rng.randrange(8)}] "
+            f"request_id={rng.getrandbits(128):032x} method=POST path={route} status={rng.choice([200, 500])} "
+            f"duration_ms={rng.random() * 900:.1f} upstream={_address(rng)}:8080"
+        )
+    if kind == 2:
+        return (
+            f"api-{rng.getrandbits(36):09x}-{rng.getrandbits(25):05x}   1/1   Running   {rng.randrange(4)}   "
+            f"{rng.randrange(1, 30)}d   {_address(rng)}   node-{rng.randrange(6)}   <none>   <none>"
+        )
+    if kind == 3:
+        return (
+            f"Jun 08 23:{n // 60 % 60:02d}:{n % 60:02d} web-{rng.randrange(4)} sshd[{rng.randrange(900, 65000)}]: "
+            f"Failed password for invalid user {rng.choice(USERS)} from {_address(rng)} port "
+            f"{rng.randrange(1024, 65535)} ssh2"
+        )
+    return f'  File "/app/src/{rng.choice(IDENTS).lower()}.py", line {rng.randrange(1, 900)}, in handle'
+
+
+def log_message(rng: random.Random) -> str:
+    """A question with a log pasted under it (one or two kinds of line, as one program writes them)."""
+    kinds = rng.sample(range(5), rng.choice([1, 1, 2]))
+    lines, size, target = [], 0, rng.randrange(2_000, 40_000)
+    while size < target:
+        lines.append(_log_line(rng, rng.choice(kinds), len(lines)))
+        size += len(lines[-1]) + 1
+    return f"{_sentence(rng)} Here is the output:\n\n" + "\n".join(lines)
+
+
+def corpus_of(make: Callable[[random.Random], str], total_bytes: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     messages: list[str] = []
     size = 0
     while size < total_bytes:
-        text = message(rng)
+        text = make(rng)
         messages.append(text)
         size += len(text.encode("utf-8"))
     return messages
@@ -269,9 +322,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--detect-secrets", metavar="PYTHON", help="python of a venv with detect-secrets")
     parser.add_argument("--ds-mb", type=float, default=2.0, help="MB given to detect-secrets (default 2)")
     parser.add_argument("--adversarial-max-kb", type=int, default=1000)
+    parser.add_argument("--logs-mb", type=float, default=5.0, help="pasted-log corpus size (default 5)")
+    parser.add_argument("--logs-only", action="store_true", help="only the pasted-log throughput")
     args = parser.parse_args(argv)
 
-    messages = corpus(int(args.mb * 1e6), args.seed)
+    logs = throughput(corpus_of(log_message, int(args.logs_mb * 1e6), args.seed))
+    print(
+        f"kb redact, pasted logs: {logs['mb']:.1f} MB, {logs['messages']} messages: {logs['cpu_s']:.2f} s CPU → "
+        f"{logs['mb_per_cpu_s']:.1f} MB/s per core (CPU)"
+    )
+    if args.logs_only:
+        return 0
+
+    messages = corpus_of(message, int(args.mb * 1e6), args.seed)
     ours = throughput(messages)
     print(
         f"kb redact: {ours['mb']:.1f} MB, {ours['messages']} messages ({ours['redacted_messages']} with a "

@@ -12,7 +12,8 @@ import ipaddress
 import math
 import re
 import string
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from typing import NamedTuple
 
@@ -535,11 +536,26 @@ def login_at_host(hit: Candidate, config: RedactionConfig) -> bool:
 
 
 def _is_ipv4(value: str) -> bool:
-    try:
-        ipaddress.IPv4Address(value)
-    except ValueError:
-        return False
-    return True
+    return ipv4_value(value) is not None
+
+
+def ipv4_value(text: str) -> int | None:
+    """The address ``ipaddress.IPv4Address(text)`` stands for, as an int, or None where it
+    refuses the text: four dot-separated ASCII decimal octets, each at most 255, none with a
+    leading zero. (Parsed here: the class takes about 3 µs an address, and a pasted server
+    log holds an address on every line.)"""
+    parts = text.split(".")
+    if len(parts) != 4 or not text.isascii():
+        return None
+    value = 0
+    for part in parts:
+        if not part.isdigit() or len(part) > 3 or (part[0] == "0" and len(part) > 1):
+            return None
+        octet = int(part)
+        if octet > 255:
+            return None
+        value = value << 8 | octet
+    return value
 
 
 _PRIVATE_V4 = ("10.0.0.0/8", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
@@ -556,24 +572,73 @@ def _networks(names: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress
 _IPV4_TAIL = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![0-9]|\.\d)")
 
 
-def _ipv4_candidates(text: str) -> Iterator[tuple[int, int, ipaddress.IPv4Address]]:
+_last_quads: tuple[str, list[tuple[int, int, int]]] = ("", [])
+
+
+def _ipv4_candidates(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, address)`` of every dotted quad :class:`ipaddress.IPv4Address` takes.
+    Those of the last text asked for are kept: the private and the public rule ask in turn."""
+    global _last_quads
+    last = _last_quads
+    if last[0] is text:
+        return last[1]
+    found = []
     for match in _IPV4_TAIL.finditer(text):
         start, lead = match.start(), 0
         while start > 0 and lead < 4 and text[start - 1] in "0123456789":
             start, lead = start - 1, lead + 1
         if not 1 <= lead <= 3 or not _token_start(text, start):
             continue
-        try:
-            yield start, match.end(), ipaddress.IPv4Address(text[start : match.end()])
-        except ValueError:
-            continue
+        value = ipv4_value(text[start : match.end()])
+        if value is not None:
+            found.append((start, match.end(), value))
+    _last_quads = (text, found)
+    return found
+
+
+@cache
+def _private_v4() -> tuple[tuple[int, int], ...]:
+    """(network address, netmask) of each of :data:`_PRIVATE_V4`: an address is in one when
+    its bits under the mask are the network's (what ``address in network`` tests)."""
+    return tuple((int(net.network_address), int(net.netmask)) for net in _networks(_PRIVATE_V4))
 
 
 def find_private_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
-    networks = _networks(_PRIVATE_V4)
-    for start, end, address in _ipv4_candidates(text):
-        if any(address in net for net in networks):
+    networks = _private_v4()
+    for start, end, value in _ipv4_candidates(text):
+        if any(value & mask == first for first, mask in networks):
             yield start, end
+
+
+@cache
+def _v4_global() -> Callable[[int], bool]:
+    """``ipaddress.IPv4Address(value).is_global``, from a table of address ranges.
+
+    Python decides it by membership in the networks of ``IPv4Address._constants`` (which
+    ones, and the exceptions among them, differ between patch releases). Between two edges
+    of those networks the answer cannot change, so it is asked of ``ipaddress`` once per
+    range, at the range's first address, and checked at its last; where the constants are
+    not there, or a check disagrees, every address is asked of ``ipaddress``."""
+
+    def asked(value: int) -> bool:
+        return ipaddress.IPv4Address(value).is_global
+
+    networks: list[ipaddress.IPv4Network] = []
+    for value in vars(getattr(ipaddress.IPv4Address, "_constants", object)).values():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(item, ipaddress.IPv4Network):
+                networks.append(item)
+    if not networks:
+        return asked
+    top = 1 << 32
+    starts = sorted({0, *(int(n.network_address) for n in networks), *(int(n.broadcast_address) + 1 for n in networks)})
+    if starts[-1] == top:
+        starts.pop()
+    answers = [asked(start) for start in starts]
+    ends = [*starts[1:], top]
+    if any(asked(end - 1) != answer for end, answer in zip(ends, answers, strict=True)):
+        return asked
+    return lambda value: answers[bisect_right(starts, value) - 1]
 
 
 def private_ipv6(hit: Candidate, config: RedactionConfig) -> bool:
@@ -619,8 +684,10 @@ _ADDRESS_CHARS = frozenset(string.ascii_letters + string.digits + "_.\\")
 
 
 def find_public_ipv4(text: str, config: RedactionConfig) -> Iterator[tuple[int, int]]:
-    for start, end, address in _ipv4_candidates(text):
-        if address.is_global and str(address) not in _WELL_KNOWN_ADDRESSES and not _version_suffix(text, end):
+    is_global = _v4_global()
+    for start, end, value in _ipv4_candidates(text):
+        # The text of a quad taken is the address's own (no leading zeros).
+        if is_global(value) and text[start:end] not in _WELL_KNOWN_ADDRESSES and not _version_suffix(text, end):
             yield start, end
 
 
