@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/redact_bench.py [--mb 20] [--seed 0]
         [--detect-secrets /tmp/ds-venv/bin/python] [--ds-mb 2] [--adversarial-max-kb 1000]
+        [--pasted-mb 3] [--pasted-only]
 
 1. Throughput: transcript-like messages (prompts and replies with prose, inline code,
    code fences, shell commands, paths, URLs, package specs, shas; an e-mail or private
@@ -13,9 +14,10 @@
 3. detect-secrets (optional): the python of a venv that has detect-secrets installed
    (never a project dependency) scans the first `--ds-mb` MB of the same messages,
    written one message per line, in-process with its default plugins; import time excluded.
-4. Pasted logs: a question with 2–40 KB of server output pasted under it, as users paste
-   it (access logs, application logs with request ids and upstream addresses, `kubectl get
-   pods -o wide`, sshd lines from journalctl, Python tracebacks): an address on most lines.
+4. Pasted text, by kind: a question with what users paste under it — 2–40 KB of server
+   output (access logs, application logs with request ids and upstream addresses, `kubectl
+   get pods -o wide`, sshd lines from journalctl: an address on most lines), an `env` dump,
+   a JSON API response, a Node stack trace, a diff, minified JavaScript.
 5. Hostile input from 10 KB up to `--adversarial-max-kb`: `a@a@…`, `////…`, `"\\\\…`,
    base64 runs and more; linear growth means ×10 input ≈ ×10 time.
 
@@ -28,6 +30,7 @@ import argparse
 import json
 import random
 import re
+import string
 import subprocess
 import sys
 import tempfile
@@ -170,6 +173,88 @@ def log_message(rng: random.Random) -> str:
         lines.append(_log_line(rng, rng.choice(kinds), len(lines)))
         size += len(lines[-1]) + 1
     return f"{_sentence(rng)} Here is the output:\n\n" + "\n".join(lines)
+
+
+_ENV_NAMES = (
+    "PATH HOME SHELL LANG TERM HOSTNAME PWD NODE_ENV DATABASE_URL REDIS_URL LOG_LEVEL PORT AWS_REGION "
+    "AWS_PROFILE GIT_AUTHOR_NAME EDITOR PAGER XDG_RUNTIME_DIR SSH_AUTH_SOCK KUBECONFIG GOPATH VIRTUAL_ENV "
+    "PYTHONPATH CI GITHUB_ACTIONS RUNNER_OS JAVA_HOME"
+).split()
+
+
+def env_message(rng: random.Random) -> str:
+    """The output of `env`: names of every kind, values that are paths, URLs, ports, words."""
+    user = rng.choice(USERS)
+    values = (
+        f"/home/{user}/.local/bin:/usr/local/bin:/usr/bin",
+        "en_US.UTF-8",
+        "production",
+        "postgres://app@db:5432/app",
+        "us-east-1",
+        "/usr/lib/jvm/java-21",
+        f"/home/{user}/.kube/config",
+    )
+    lines = [
+        f"{rng.choice(_ENV_NAMES)}{rng.choice(['', '', '_1', '_DEV'])}={rng.choice([*values, str(rng.randrange(65535))])}"
+        for _ in range(rng.randrange(30, 300))
+    ]
+    return "My environment:\n" + "\n".join(lines)
+
+
+def json_message(rng: random.Random) -> str:
+    """A JSON API response, indented: ids, counts, URLs, logins, shas."""
+    items = [
+        {
+            "id": rng.getrandbits(40),
+            "name": rng.choice(WORDS),
+            "token_count": rng.randrange(9999),
+            "created_at": "2026-06-08T23:46:08Z",
+            "url": f"https://api.example.com/v1/items/{rng.randrange(99999)}",
+            "owner": {"login": rng.choice(USERS), "node_id": f"MDQ6VXNlcj{rng.getrandbits(40):x}"},
+            "sha": f"{rng.getrandbits(160):040x}",
+            "tags": [rng.choice(WORDS) for _ in range(3)],
+        }
+        for _ in range(rng.randrange(20, 200))
+    ]
+    return f"{_sentence(rng)}\n```json\n{json.dumps({'items': items, 'next': None}, indent=2)}\n```"
+
+
+def stack_message(rng: random.Random) -> str:
+    user = rng.choice(USERS)
+    frames = [
+        f"    at {rng.choice(IDENTS)}.{rng.choice(WORDS)} (/home/{user}/work/app/node_modules/{rng.choice(WORDS)}"
+        f"/dist/index.js:{rng.randrange(9999)}:{rng.randrange(99)})"
+        for _ in range(rng.randrange(20, 200))
+    ]
+    return "It crashes:\n" + "\n".join(["TypeError: Cannot read properties of undefined", *frames])
+
+
+def diff_message(rng: random.Random) -> str:
+    lines = [
+        "diff --git a/src/app.py b/src/app.py",
+        "index 3b18e51..a9c2f04 100644",
+        "--- a/src/app.py",
+        "+++ b/src/app.py",
+    ]
+    for hunk in range(rng.randrange(5, 60)):
+        lines.append(f"@@ -{hunk * 20},7 +{hunk * 20},8 @@ def handler_{hunk}(request):")
+        lines += [rng.choice("+- ") + "    " + " ".join(rng.choices(IDENTS + WORDS, k=8)) for _ in range(8)]
+    return "Apply this:\n" + "\n".join(lines)
+
+
+def minified_message(rng: random.Random) -> str:
+    alphabet = string.ascii_letters + "(){};=.,:\"'+-*/ 0123456789"
+    return "".join(rng.choices(alphabet, k=rng.randrange(5_000, 60_000)))
+
+
+PASTED = {
+    "server logs": log_message,
+    "`env` dump": env_message,
+    "JSON API response": json_message,
+    "stack trace": stack_message,
+    "diff": diff_message,
+    "minified JS": minified_message,
+}
 
 
 def corpus_of(make: Callable[[random.Random], str], total_bytes: int, seed: int) -> list[str]:
@@ -322,16 +407,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--detect-secrets", metavar="PYTHON", help="python of a venv with detect-secrets")
     parser.add_argument("--ds-mb", type=float, default=2.0, help="MB given to detect-secrets (default 2)")
     parser.add_argument("--adversarial-max-kb", type=int, default=1000)
-    parser.add_argument("--logs-mb", type=float, default=5.0, help="pasted-log corpus size (default 5)")
-    parser.add_argument("--logs-only", action="store_true", help="only the pasted-log throughput")
+    parser.add_argument("--pasted-mb", type=float, default=3.0, help="MB of each kind of pasted text (default 3)")
+    parser.add_argument("--pasted-only", action="store_true", help="only the pasted text, by kind")
     args = parser.parse_args(argv)
 
-    logs = throughput(corpus_of(log_message, int(args.logs_mb * 1e6), args.seed))
-    print(
-        f"kb redact, pasted logs: {logs['mb']:.1f} MB, {logs['messages']} messages: {logs['cpu_s']:.2f} s CPU → "
-        f"{logs['mb_per_cpu_s']:.1f} MB/s per core (CPU)"
-    )
-    if args.logs_only:
+    print("| pasted text | MB | messages | CPU s | MB/s per core |\n| --- | --- | --- | --- | --- |")
+    for kind, make in PASTED.items():
+        got = throughput(corpus_of(make, int(args.pasted_mb * 1e6), args.seed))
+        print(f"| {kind} | {got['mb']:.1f} | {got['messages']} | {got['cpu_s']:.2f} | {got['mb_per_cpu_s']:.1f} |")
+    print()
+    if args.pasted_only:
         return 0
 
     messages = corpus_of(message, int(args.mb * 1e6), args.seed)
