@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.redact_bench import corpus as prose_corpus  # noqa: E402
+from bench.redact_bench import corpus_of, message  # noqa: E402
 from kbtools.redact import RULES, Redactor, find_secrets  # noqa: E402
 from tests.testing.secret_corpus import Tally, corpus, evaluate  # noqa: E402
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{flagged} with a secret finding ({100 * flagged / max(1, len(files)):.2f} %)"
     )
 
-    prose = prose_corpus(int(args.prose_mb * 1e6), args.seed)
+    prose = corpus_of(message, int(args.prose_mb * 1e6), args.seed)
     size, rate = _mbps(prose, redactor)
     dense = [s.text for s in samples if s.kind == "secret"]
     dsize, drate = _mbps(dense, redactor)
