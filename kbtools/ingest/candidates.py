@@ -265,6 +265,35 @@ def candidate_id(source_key: str, fp: str, turn_index: int, chunk_index: int) ->
     return sha256_hex(f"{source_key}\0{fp}\0{turn_index}\0{chunk_index}")
 
 
+class _Turn(NamedTuple):
+    """A kept turn, split into the chunks it becomes (``texts``: each chunk rendered)."""
+
+    number: int  # its turn_index
+    records: list[KeptRecord]
+    whole: str
+    whole_low: str
+    whole_counts: Counter[str]
+    signals: set[str]
+    chunks: list[list[tuple[KeptRecord, str]]]
+    texts: list[str]
+
+
+def within_budget(lengths: Sequence[Sequence[int]], budget: int) -> tuple[list[int], bool]:
+    """How many chunks of each turn the ``budget`` keeps (``lengths``: each turn's chunk
+    sizes), and whether it cut any off. The budget is spent round by round: every turn's
+    first chunk, in turn order, then every second chunk, and so on, until a chunk does not
+    fit. A long paste in one turn then loses its tail, not the turns after it."""
+    kept = [0] * len(lengths)
+    for depth in range(max(map(len, lengths), default=0)):
+        for at, sizes in enumerate(lengths):
+            if depth < len(sizes):
+                if sizes[depth] > budget:
+                    return kept, True
+                budget -= sizes[depth]
+                kept[at] += 1
+    return kept, False
+
+
 def build_candidates(
     meta: SourceMeta,
     records: Sequence[KeptRecord],
@@ -276,27 +305,32 @@ def build_candidates(
     require_signal: bool = True,
 ) -> tuple[list[Row], bool]:
     """Turn-sized candidates (dicts in ledger field order, not yet deduplicated), and whether
-    the ``max_text`` budget cut off kept text."""
-    out: list[Row] = []
-    budget = max_text
-    decision, duplicate_of = marking("")  # as built: no duplicate marking yet
+    the ``max_text`` budget cut off kept text (:func:`within_budget` says what it keeps)."""
+    turns: list[_Turn] = []
     for turn_index, turn in enumerate(split_turns(records)):
         whole = "\n".join([render(r.role, r.text) for r in turn])  # (a list: join makes one of any other)
         whole_low = whole.lower()
         whole_counts = Counter(word_list(whole_low))
-        whole_words = whole_counts.keys()  # control_plane.words_of(whole), as a set (not copied)
-        signals = technical_signals(whole, whole_words)
+        signals = technical_signals(whole, whole_counts.keys())  # (control_plane.words_of(whole), as a set)
         if require_signal and (len(whole) < MIN_TURN_CHARS or not signals):
             continue
-        goal = next((r.text for r in turn if r.role == "user"), "")  # the turn's prompt
-        labelled = any(r.labels for r in turn)  # (most turns have no redaction)
         # A turn that fits is one chunk of its records as they are (what _chunks makes of it).
-        fits = len(whole) <= max_candidate and all(r.text for r in turn)
-        for chunk_index, chunk in enumerate([[(r, r.text) for r in turn]] if fits else _chunks(turn, max_candidate)):
-            text = whole if fits else "\n".join(render(r.role, piece) for r, piece in chunk)
-            if len(text) > budget:
-                return out, True
-            budget -= len(text)
+        if len(whole) <= max_candidate and all(r.text for r in turn):
+            chunks, texts = [[(r, r.text) for r in turn]], [whole]
+        else:
+            chunks = _chunks(turn, max_candidate)
+            texts = ["\n".join(render(r.role, piece) for r, piece in chunk) for chunk in chunks]
+        turns.append(_Turn(turn_index, turn, whole, whole_low, whole_counts, signals, chunks, texts))
+    kept, truncated = within_budget([[len(text) for text in t.texts] for t in turns], max_text)
+    out: list[Row] = []
+    decision, duplicate_of = marking("")  # as built: no duplicate marking yet
+    for t, count in zip(turns, kept):
+        whole, whole_low, whole_counts = t.whole, t.whole_low, t.whole_counts
+        whole_words = whole_counts.keys()
+        goal = next((r.text for r in t.records if r.role == "user"), "")  # the turn's prompt
+        labelled = any(r.labels for r in t.records)  # (most turns have no redaction)
+        for chunk_index in range(count):
+            chunk, text = t.chunks[chunk_index], t.texts[chunk_index]
             low = whole_low if text == whole else text.lower()
             normal = text.isascii() or unicodedata.is_normalized("NFKC", text)
             summary, fp = _summary_and_fingerprint(text, normal)
@@ -328,7 +362,7 @@ def build_candidates(
                     "confidence": confidence,
                     "source_refs": [meta.source_key],
                     "existing_kb_status": f"matched:{','.join(matches)}" if matches else "not_matched",
-                    "candidate_id": candidate_id(meta.source_key, fp, turn_index, chunk_index),
+                    "candidate_id": candidate_id(meta.source_key, fp, t.number, chunk_index),
                     "source_key": meta.source_key,
                     "session_key": meta.session_key,
                     "project_key": meta.project_key,
@@ -344,7 +378,7 @@ def build_candidates(
                     "redactions": labels,
                     "conclusion_status": "unverified_inference",
                     "scores": {
-                        "relevance": round(min(0.2 + 0.1 * len(signals), 1.0), 2),
+                        "relevance": round(min(0.2 + 0.1 * len(t.signals), 1.0), 2),
                         "confidence": confidence,
                         "novelty": 0.3 if matches else 0.7,
                     },
@@ -352,8 +386,8 @@ def build_candidates(
                     "topic_keys": words[:5],
                     "fingerprint": fp,
                     "duplicate_of": duplicate_of,
-                    "turn_index": turn_index,
+                    "turn_index": t.number,
                     "chunk_index": chunk_index,
                 }
             )
-    return out, False
+    return out, truncated

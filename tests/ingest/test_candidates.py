@@ -20,10 +20,12 @@ from kbtools.ingest.candidates import (
     split_messages,
     split_turns,
     top_words,
+    within_budget,
 )
 from kbtools.ingest.dedup import DedupKey, Deduplicator, StoredKeys, marking
 from kbtools.ingest.hashing import fingerprint
 from kbtools.ingest.rows import FIELDS, CandidateRow
+from tests.testing.sessions import log_paste
 
 META = SourceMeta("k" * 64, "s" * 64, "p" * 64, "omp", "session", "jsonl", "", "")
 PROMPT = "Why does the TypeScript build fail with error TS2307? Please find the root cause and a fix."
@@ -89,6 +91,50 @@ def test_budget_stops_at_max_text_and_says_so() -> None:
     candidates, truncated = build(records, max_text=600)
     assert truncated
     assert sum(len(str(c["text"])) for c in candidates) <= 600 and candidates
+
+
+def test_a_long_paste_loses_its_tail_not_the_turns_after_it() -> None:
+    paste = log_paste(3_000)  # about three times the budget
+    assert len(paste) > 3 * 60_000
+    later = [(f"Next error in the build ({i}): {PROMPT}", f"{ANSWER} ({i})") for i in range(6)]
+    records = [rec("user", f"The deploy fails with this error log:\n{paste}"), rec("assistant", ANSWER)]
+    records += [rec(role, text) for turn in later for role, text in zip(("user", "assistant"), turn)]
+    candidates, truncated = build(records, max_text=60_000)
+    assert truncated
+    assert sum(len(str(c["text"])) for c in candidates) <= 60_000
+    assert sorted({c["turn_index"] for c in candidates}) == list(range(7))  # every turn kept
+    later_texts = [str(c["text"]) for c in candidates if c["turn_index"] != 0]
+    assert later_texts == [f"[user] {q}\n[assistant] {a}" for q, a in later]
+    pasted = [c for c in candidates if c["turn_index"] == 0]
+    assert [c["chunk_index"] for c in pasted] == list(range(len(pasted))) and len(pasted) > 3
+    kept = [word for c in pasted for word in str(c["text"]).split() if word != "[user]"]
+    assert kept == str(records[0].text).split()[: len(kept)]  # the paste's head, in order, whole
+    assert len(kept) > 2_000
+
+
+def test_with_room_for_everything_the_budget_keeps_everything() -> None:
+    records = [rec("user", f"The deploy fails with this error log:\n{log_paste(1_000)}"), rec("assistant", ANSWER)]
+    records += [rec("user", PROMPT), rec("assistant", ANSWER)]
+    candidates, truncated = build(records)
+    assert not truncated
+    assert "\n".join(str(c["text"]) for c in candidates).count("api.request") == 1_000
+
+
+@given(st.lists(st.lists(st.integers(1, 50), max_size=6), max_size=6), st.integers(0, 400))
+def test_the_budget_is_spent_round_by_round(lengths: list[list[int]], budget: int) -> None:
+    kept, truncated = within_budget(lengths, budget)
+    assert all(0 <= k <= len(sizes) for k, sizes in zip(kept, lengths, strict=True))
+    assert sum(sum(sizes[:k]) for k, sizes in zip(kept, lengths)) <= budget
+    assert truncated == (kept != [len(sizes) for sizes in lengths])
+    # No turn is two chunks ahead of a turn that still has chunks left ...
+    for k in kept:
+        assert all(k <= other + 1 for other, more in zip(kept, lengths) if other < len(more))
+    # ... and what was cut did not fit: the next chunk in line is larger than what is left.
+    if truncated:
+        depth = min(k for k, sizes in zip(kept, lengths) if k < len(sizes))
+        at = next(i for i, (k, sizes) in enumerate(zip(kept, lengths)) if k == depth < len(sizes))
+        spent = sum(sum(sizes[:k]) for k, sizes in zip(kept, lengths))
+        assert lengths[at][depth] > budget - spent
 
 
 def test_equal_turns_get_distinct_stable_ids() -> None:

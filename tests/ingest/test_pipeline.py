@@ -16,6 +16,7 @@ from tests.testing.sessions import (
     OmpSession,
     age,
     assistant,
+    log_paste,
     user,
     write_lines,
     write_omp_advisor,
@@ -306,6 +307,20 @@ def test_long_session_is_split_into_bounded_candidates_and_truncation_is_recorde
     assert len(candidates) >= 3
     assert all(len(c["text"]) <= 1000 for c in candidates)
     assert sum(len(c["text"]) for c in candidates) <= 3000
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["truncated"] is True and summary["truncated_sources"] == 1
+
+
+def test_a_pasted_log_over_the_budget_keeps_the_turns_after_it(env: IngestEnv) -> None:
+    paste = log_paste(2_800)  # about 300 KB: over the 120,000-character budget, under the reader's cap
+    later = [tech_turn(f"{TECH_PROMPT} ({i})", f"{TECH_ANSWER} ({i})") for i in range(6)]
+    messages = [user(f"The deploy fails, here is the error log:\n{paste}"), assistant(TECH_ANSWER)]
+    write_omp_session(env.omp, messages + [m for turn in later for m in turn], session_id="s1")
+    summary, _ = env.run()
+    candidates = env.rows("candidates")
+    assert sorted({c["turn_index"] for c in candidates}) == list(range(7))
+    assert sum(len(c["text"]) for c in candidates) <= 120_000
+    assert sum(c["turn_index"] == 0 for c in candidates) > 10  # most of the budget is still the paste's
     (row,) = env.rows("manifest", tool="omp")
     assert row["truncated"] is True and summary["truncated_sources"] == 1
 

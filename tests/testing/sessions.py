@@ -67,6 +67,15 @@ def assistant(text: str, *, thinking: str = "", tool: tuple[str, str] | None = N
     return Msg("assistant", text, thinking=thinking, tool=tool)
 
 
+def log_paste(lines: int) -> str:
+    """A server log as users paste it into a prompt (one request per line)."""
+    return "\n".join(
+        f"2026-03-01T09:{i // 60 % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z INFO api.request "
+        f"method=GET path=/v1/orders/{i * 7919 % 100_000} status={200 if i % 17 else 503} ms={i * 31 % 900}"
+        for i in range(lines)
+    )
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON, as the agents (JavaScript and Rust) write it."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
