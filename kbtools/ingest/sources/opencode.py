@@ -239,7 +239,7 @@ class _Collector:
         if self._current is not None and self._texts:
             role, created, index = self._current
             text = "\n\n".join(self._texts)
-            if self.budget.admit(text):
+            if text := self.budget.take(text):
                 self.records.append(make_record(role, text, created, index))
         self._texts = []
         self._current = None
