@@ -350,11 +350,12 @@ class ProseBudget:
 
     def take(self, text: str) -> str:
         """What of ``text`` the unit keeps ("": nothing)."""
-        left = self.cap - self.used
-        if len(text) <= min(left, self.limit):
-            self.used += len(text)
+        size = len(text)
+        if size <= self.limit and self.used + size <= self.cap:
+            self.used += size
             return text
         self.truncated = True
+        left = self.cap - self.used
         head = text_head(text, min(left, self.limit))
         self.used = self.cap if left <= self.limit else self.used + len(head)
         return head
