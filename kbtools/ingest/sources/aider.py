@@ -128,7 +128,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             text = _user_words(text)
         if kind in (USER, ASSISTANT) and text:
             tally.note(kind)
-            if text := budget.take(text):
+            if budget.admit(text):
                 records.append(make_record("user" if kind == USER else "assistant", text, started, len(records)))
         elif kind == USER:
             tally.note(INJECTED)  # an aider command

@@ -237,7 +237,7 @@ class _Transcript:
         queued: bool = False,
         side: bool = False,
     ) -> None:
-        kept = [kept for t in texts if t and (kept := budget.take(t))]
+        kept = [t for t in texts if t and budget.admit(t)]
         if kept:
             message = _Message(decision, created, len(self.messages), line_no, queued)
             message.texts = kept
@@ -294,7 +294,7 @@ def _records(transcript: _Transcript, budget: ProseBudget) -> list[Record]:
         elif abandoned and not message.side and all(n in abandoned for n in message.lines):
             tally.moved(message.decision, ABANDONED, 1)
             continue
-        if text.strip() and (text := budget.take(text)):
+        if text.strip() and budget.admit(text):
             records.append(make_record(ROLE_OF[message.decision], text, message.created, message.index))
     return records
 
@@ -426,8 +426,8 @@ def _assistant(
     else:
         target.lines.append(line_no)
     for text in texts:
-        if text not in target.texts and (kept := budget.take(text)):
-            target.texts.append(kept)
+        if text not in target.texts and budget.admit(text):
+            target.texts.append(text)
     return ASSISTANT
 
 

@@ -257,7 +257,7 @@ class _Rollout:
                 if decision == USER:
                     self.turn_starts.append(len(self.records))
                     decision = AGENT if self.subagent else USER
-                if text := self.budget.take(text):
+                if self.budget.admit(text):
                     self.records.append(make_record(ROLE_OF[decision], text, created, self.index))
             self.index += 1
         self.tally.note(decision)

@@ -331,45 +331,25 @@ def not_regular_unit(ref: SourceRef) -> SourceUnit:
 
 
 class ProseBudget:
-    """Caps the prose a unit retains, in the order it is read: each text at most its first
-    ``limit`` characters (``max_text``: no candidate can use more of one text), all of them
-    at most ``cap``. The text that meets the cap keeps its head and closes the budget, so a
-    reply is never kept without the prompt it answers."""
+    """Caps the prose a unit retains (first fit, like the pipeline's budget)."""
 
-    __slots__ = ("cap", "limit", "used", "truncated")
+    __slots__ = ("cap", "used", "truncated")
 
-    def __init__(self, cap: int, limit: int | None = None) -> None:
+    def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.limit = cap if limit is None else limit
         self.used = 0
         self.truncated = False
 
     @classmethod
     def for_max_text(cls, max_text: int) -> ProseBudget:
-        return cls(cap=max(1, max_text) * PROSE_CAP_FACTOR, limit=max(1, max_text))
+        return cls(cap=max(1, max_text) * PROSE_CAP_FACTOR)
 
-    def take(self, text: str) -> str:
-        """What of ``text`` the unit keeps ("": nothing)."""
-        size = len(text)
-        if size <= self.limit and self.used + size <= self.cap:
-            self.used += size
-            return text
-        self.truncated = True
-        left = self.cap - self.used
-        head = text_head(text, min(left, self.limit))
-        self.used = self.cap if left <= self.limit else self.used + len(head)
-        return head
-
-
-def text_head(text: str, size: int) -> str:
-    """``text``'s first at most ``size`` characters, cut at whitespace ("" if it has none
-    there). Never inside a word, so redaction, which runs on what a reader keeps, sees a
-    token or an address whole or not at all (a private key cut after its BEGIN line is
-    redacted through the end, see redact.checks)."""
-    if len(text) <= size:
-        return text
-    cut = max(text.rfind(" ", 0, size + 1), text.rfind("\n", 0, size + 1), text.rfind("\t", 0, size + 1))
-    return text[:cut].rstrip() if cut > 0 else ""
+    def admit(self, text: str) -> bool:
+        if self.used + len(text) > self.cap:
+            self.truncated = True
+            return False
+        self.used += len(text)
+        return True
 
 
 def remove_tagged_blocks(text: str, tag: str) -> str:

@@ -147,7 +147,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         if decision in (USER, ASSISTANT):
             text = data.get("content")
             if isinstance(text, str) and text.strip():
-                if text := budget.take(text):
+                if budget.admit(text):
                     role = "user" if decision == USER else "assistant"
                     records.append(make_record(role, text, obj.get("timestamp"), len(records)))
             else:
@@ -202,7 +202,7 @@ def _load_legacy(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             text = "\n\n".join(t for t in content_texts(message.get("content")) if t.strip())
             if not text:
                 decision = TOOL_IO if message.get("tool_calls") else METADATA
-            elif text := budget.take(text):
+            elif budget.admit(text):
                 records.append(make_record(str(role), text, None, len(records)))
         tally.note(decision)
     timeline = obj.get("timeline")

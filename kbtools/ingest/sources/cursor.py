@@ -260,7 +260,7 @@ def _chat_message(
         tally.note(other or (INJECTED if role == "user" else METADATA))
         return
     tally.note(USER if role == "user" else ASSISTANT)
-    if text := budget.take(text):
+    if budget.admit(text):
         records.append(make_record(role, text, created, len(records)))
 
 
@@ -340,5 +340,5 @@ def _bubble(bubble: Any, tally: Tally, budget: ProseBudget, records: list[Record
             tally.note(METADATA)
         return
     tally.note(USER if role == "user" else ASSISTANT)
-    if text := budget.take(text):
+    if budget.admit(text):
         records.append(make_record(role, text, bubble.get("createdAt") or created, len(records)))

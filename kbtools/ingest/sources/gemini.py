@@ -154,7 +154,7 @@ class _Recording:
             for extra in message.get("_decisions", ()):
                 self.tally.note(extra)
             self.tally.note(decision)
-            if decision in ROLE_OF and text and (text := budget.take(text)):
+            if decision in ROLE_OF and text and budget.admit(text):
                 records.append(make_record(ROLE_OF[decision], text, message.get("timestamp"), index))
         return records
 

@@ -228,7 +228,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         message = obj.get("message")
         if kind == "message" and isinstance(message, dict):
             decision, text = _decide(message, subagent)
-            if text and (text := collecting.take(text)):
+            if text and collecting.admit(text):
                 created = message.get("timestamp") or obj.get("timestamp")
                 record = make_record(ROLE_OF[decision], text, created, message_index)
             if decision in ROLE_OF:
@@ -241,7 +241,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     active, dropped = tree.active_branch()
     for record in dropped:
         tally.moved({"user": USER, "agent": AGENT}.get(record.role, ASSISTANT), ABANDONED, 1)
-    kept = [r if text is r.text else r._replace(text=text) for r in active if (text := final_budget.take(r.text))]
+    kept = [r for r in active if final_budget.admit(r.text)]
     session_id = header.get("id")
     cwd = header.get("cwd")
     return scan.unit(

@@ -239,7 +239,7 @@ class _Collector:
         if self._current is not None and self._texts:
             role, created, index = self._current
             text = "\n\n".join(self._texts)
-            if text := self.budget.take(text):
+            if self.budget.admit(text):
                 self.records.append(make_record(role, text, created, index))
         self._texts = []
         self._current = None

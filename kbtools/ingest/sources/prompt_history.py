@@ -54,7 +54,7 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             continue
         text = _expanded(text_of(obj.get("input")), obj.get("parts")) or text_of(obj.get("text"))
         tally.note(USER if text.strip() else METADATA)
-        if text.strip() and (text := budget.take(text)):
+        if text.strip() and budget.admit(text):
             created = obj.get("ts") if obj.get("ts") is not None else obj.get("timestamp")
             records.append(make_record("user", text, created, index))
     unit = scan.unit(

@@ -9,8 +9,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from kbtools.ingest.hashing import sha256_hex
 from kbtools.ingest.model import SourceRef, SourceSettings
@@ -18,10 +16,8 @@ from kbtools.ingest.sources import claude, codex, omp
 from kbtools.ingest.sources._jsonl import JsonlScan
 from kbtools.ingest.sources.common import (
     CHANGED_DURING_READ,
-    ProseBudget,
-    text_head,
 )
-from tests.testing.sessions import ClaudeSession, CodexSession, OmpSession, assistant, log_paste, user
+from tests.testing.sessions import ClaudeSession, CodexSession, OmpSession, assistant, user
 
 SECRETISH = "needle-" + "q7" * 6
 
@@ -170,60 +166,6 @@ def test_prose_beyond_the_cap_is_not_retained_and_marked_truncated(tmp_path: Pat
     (unit,) = [omp.load(r, cfg) for r in omp.discover(cfg)]
     assert unit.truncated
     assert sum(len(r.text) for r in unit.records) <= 400
-
-
-SESSIONS = {"omp": (OmpSession, "omp_sessions", omp), "codex": (CodexSession, "codex_dir", codex)}
-SESSIONS["claude"] = (ClaudeSession, "claude_dir", claude)
-
-
-def _load_session(name: str, tmp_path: Path, messages: list, max_text: int):  # type: ignore[no-untyped-def,type-arg]
-    session_cls, setting, module = SESSIONS[name]
-    path = session_cls(session_id="s").add(messages).write(tmp_path)
-    cfg = SourceSettings(**{setting: tmp_path}, max_text=max_text)
-    return module.load(_ref_of(module, cfg, path), cfg)
-
-
-@pytest.mark.parametrize("name", SESSIONS)
-def test_a_prompt_longer_than_max_text_keeps_its_head_and_its_reply_stays_its_own(tmp_path: Path, name: str) -> None:
-    prompt = f"The deploy fails, here is the log:\n{log_paste(200)}"  # about 21,000 characters
-    messages = [user("first question"), assistant("first answer"), user(prompt), assistant("the reply to the log")]
-    unit = _load_session(name, tmp_path, [*messages, user("next question"), assistant("next answer")], 5_000)
-    assert unit.truncated
-    assert [r.role for r in unit.records] == ["user", "assistant"] * 3  # no turn lost its prompt
-    head = unit.records[2].text
-    assert 4_000 < len(head) <= 5_000 and prompt.startswith(head) and prompt[len(head)].isspace()
-    assert [r.text for r in unit.records[3:]] == ["the reply to the log", "next question", "next answer"]
-
-
-@pytest.mark.parametrize("name", SESSIONS)
-def test_prose_past_the_cap_is_cut_where_it_meets_it_and_nothing_after_is_kept(tmp_path: Path, name: str) -> None:
-    texts = [f"message {i} " + "word " * 200 for i in range(12)]  # 1,011 characters each
-    messages = [user(t) if i % 2 == 0 else assistant(t) for i, t in enumerate(texts)]
-    unit = _load_session(name, tmp_path, messages, 1_500)  # a cap of 6,000 characters
-    kept = [r.text for r in unit.records]
-    assert unit.truncated and kept[:5] == texts[:5]
-    assert len(kept) == 6 and texts[5].startswith(kept[5]) and len(kept[5]) < len(texts[5])
-    assert sum(map(len, kept)) <= 6_000
-
-
-@given(st.text(st.sampled_from("ab \n\t-_="), max_size=60), st.integers(0, 70))
-def test_a_text_is_cut_only_between_words(text: str, size: int) -> None:
-    head = text_head(text, size)
-    assert len(head) <= size or head == text
-    assert text.startswith(head)
-    if head != text:
-        assert head == "" or text[len(head)].isspace()
-        assert head.split() == text.split()[: len(head.split())]  # whole words: no token cut in two
-
-
-def test_the_budget_closes_at_its_cap_but_not_at_one_long_text() -> None:
-    budget = ProseBudget(cap=100, limit=30)
-    assert budget.take("word " * 10) == ("word " * 6).rstrip()  # over the per-text limit: its head (29)
-    assert budget.take("x" * 30) == "x" * 30  # 59 used
-    assert budget.take("yy " * 10) == "yy " * 10  # 89 used, 11 left
-    assert budget.take("a b c d e f g h i j k l m n") == "a b c d e f"  # meets the cap: cut, and closed
-    assert budget.take("z") == "" and budget.truncated
-    assert ProseBudget(cap=100, limit=30).take("x" * 40) == ""  # no whitespace to cut at: nothing
 
 
 def test_session_appended_to_while_loading_yields_no_records(tmp_path: Path) -> None:
