@@ -20,7 +20,7 @@ from kbtools.ingest.ledger_write import SourceRows
 from kbtools.ingest.model import SourceRef, SourceSettings, SourceUnit
 from kbtools.ingest.reuse import cacheable_version, locator_key_of, may_reuse
 from kbtools.ingest.rows import EventRow, ManifestRow, RejectedRow, Row
-from kbtools.ingest.sources.common import CHANGED_DURING_READ, DECISIONS, UNKNOWN
+from kbtools.ingest.sources.common import CHANGED_DURING_READ, DECISIONS, UNKNOWN, answered
 from kbtools.redact import REDACTION_VERSION, Redactor
 
 ERROR_CHARS = 300
@@ -173,7 +173,8 @@ def _keep_records(
     events: list[Row] = []
     labelled = False
     internal = 0
-    for record in unit.records:
+    # A source the readers' budget cut may hold stand-ins no reply follows (see ProseBudget).
+    for record in answered(unit.records) if unit.truncated else unit.records:
         if record.role not in ROLES:
             continue
         text = _utf8(record.text)

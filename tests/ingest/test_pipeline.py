@@ -325,6 +325,25 @@ def test_a_pasted_log_over_the_budget_keeps_the_turns_after_it(env: IngestEnv) -
     assert row["truncated"] is True and summary["truncated_sources"] == 1
 
 
+def test_a_prompt_over_the_readers_cap_leaves_its_reply_answering_it_not_the_turn_before(env: IngestEnv) -> None:
+    paste = log_paste(6_000)  # about 570 KB: over the reader's cap (4 × max_text) on its own
+    reply = "The 503s in that log are the upstream timing out: the build of the api image fails to start it."
+    turns = [tech_turn(f"{TECH_PROMPT} ({i})", f"{TECH_ANSWER} ({i})") for i in range(3)]
+    messages = [m for turn in turns for m in turn]
+    messages += [user(f"Here is the whole log:\n{paste}"), assistant(reply), *tech_turn()]
+    write_omp_session(env.omp, messages, session_id="s1")
+    env.run()
+    candidates = env.rows("candidates")
+    (answering,) = [c for c in candidates if reply in c["text"]]
+    assert answering["turn_index"] == 3
+    assert answering["user_goal"].startswith("[a message of ") and "not kept" in answering["user_goal"]
+    assert all(c["turn_index"] != 2 or reply not in c["text"] for c in candidates)
+    assert "api.request" not in "".join(c["text"] for c in candidates)
+    assert sorted({c["turn_index"] for c in candidates}) == [0, 1, 2, 3, 4]
+    (row,) = env.rows("manifest", tool="omp")
+    assert row["truncated"] is True
+
+
 def test_malformed_prior_rows_are_skipped_and_counted(env: IngestEnv) -> None:
     omp_session(env)
     env.run()

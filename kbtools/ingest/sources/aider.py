@@ -43,7 +43,6 @@ from kbtools.ingest.sources.common import (
     Reader,
     Tally,
     file_ref,
-    make_record,
     unavailable_ref,
     unavailable_unit,
 )
@@ -128,8 +127,9 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             text = _user_words(text)
         if kind in (USER, ASSISTANT) and text:
             tally.note(kind)
-            if budget.admit(text):
-                records.append(make_record("user" if kind == USER else "assistant", text, started, len(records)))
+            record = budget.record("user" if kind == USER else "assistant", text, started, len(records))
+            if record is not None:
+                records.append(record)
         elif kind == USER:
             tally.note(INJECTED)  # an aider command
         elif kind:

@@ -67,7 +67,6 @@ from kbtools.ingest.sources.common import (
     ProseBudget,
     Tally,
     file_ref,
-    make_record,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -147,7 +146,7 @@ def is_subagent_file(path: Path) -> bool:
 
 
 class _Message:
-    __slots__ = ("decision", "created", "index", "texts", "lines", "queued", "side")
+    __slots__ = ("decision", "created", "index", "texts", "lines", "queued", "side", "refused")
 
     def __init__(self, decision: str, created: Any, index: int, line_no: int, queued: bool = False) -> None:
         self.decision = decision
@@ -157,10 +156,22 @@ class _Message:
         self.lines = [line_no]
         self.queued = queued
         self.side = False  # a side-chain (sub-agent) record: not on the main tree
+        self.refused = 0  # the characters of a prompt the prose budget refused (kept as a stand-in)
 
 
 class _Transcript:
-    __slots__ = ("subagent", "session_id", "cwd", "agent_id", "started", "messages", "by_api_id", "tally", "tree")
+    __slots__ = (
+        "subagent",
+        "session_id",
+        "cwd",
+        "agent_id",
+        "started",
+        "messages",
+        "by_api_id",
+        "tally",
+        "tree",
+        "stand_in",
+    )
 
     def __init__(self, subagent: bool) -> None:
         self.subagent = subagent
@@ -172,6 +183,7 @@ class _Transcript:
         self.by_api_id: dict[str, _Message] = {}
         self.tally = Tally()
         self.tree = Tree()
+        self.stand_in: _Message | None = None  # the refused prompt no kept text has followed yet
 
     def note_identity(self, obj: dict[str, Any]) -> None:
         if self.session_id is None and isinstance(obj.get("sessionId"), str):
@@ -238,11 +250,22 @@ class _Transcript:
         side: bool = False,
     ) -> None:
         kept = [t for t in texts if t and budget.admit(t)]
-        if kept:
-            message = _Message(decision, created, len(self.messages), line_no, queued)
+        refused = 0 if kept else len("\n\n".join(t for t in texts if t))
+        last = self.stand_in
+        if refused and last is not None and (last.queued, last.side) == (queued, side):
+            # Refused prompts with no kept text between them are one stand-in: only the last can
+            # have a reply after it (a million prompts over the budget cost a line number each).
+            last.lines.append(line_no)
+            last.refused = refused
+            return
+        if kept or refused:
+            # (A stand-in is dated as its reply: a refused prompt's time is not kept.)
+            message = _Message(decision, None if refused else created, len(self.messages), line_no, queued)
             message.texts = kept
             message.side = side
+            message.refused = refused
             self.messages.append(message)
+            self.stand_in = message if refused else None
 
 
 def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -286,7 +309,9 @@ def _records(transcript: _Transcript, budget: ProseBudget) -> list[Record]:
     records: list[Record] = []
     for message in transcript.messages:
         text = "\n\n".join(message.texts)
-        if message.queued:
+        if message.queued and message.refused:
+            pass  # its text is not known: a stand-in, whether or not it was typed too
+        elif message.queued:
             if text in typed or text in seen_queued:
                 tally.moved(USER, DUPLICATE, 1)
                 continue
@@ -294,8 +319,14 @@ def _records(transcript: _Transcript, budget: ProseBudget) -> list[Record]:
         elif abandoned and not message.side and all(n in abandoned for n in message.lines):
             tally.moved(message.decision, ABANDONED, 1)
             continue
-        if text.strip() and budget.admit(text):
-            records.append(make_record(ROLE_OF[message.decision], text, message.created, message.index))
+        if message.refused:
+            records.append(budget.stand_in(ROLE_OF[message.decision], message.refused))
+            continue
+        if not text.strip():
+            continue
+        record = budget.record(ROLE_OF[message.decision], text, message.created, message.index)
+        if record is not None:
+            records.append(record)
     return records
 
 
@@ -428,6 +459,7 @@ def _assistant(
     for text in texts:
         if text not in target.texts and budget.admit(text):
             target.texts.append(text)
+            transcript.stand_in = None
     return ASSISTANT
 
 

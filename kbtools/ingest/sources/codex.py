@@ -59,7 +59,6 @@ from kbtools.ingest.sources.common import (
     Tally,
     content_texts,
     file_ref,
-    make_record,
     read_json_file,
     remove_tagged_blocks,
     unavailable_ref,
@@ -257,8 +256,9 @@ class _Rollout:
                 if decision == USER:
                     self.turn_starts.append(len(self.records))
                     decision = AGENT if self.subagent else USER
-                if self.budget.admit(text):
-                    self.records.append(make_record(ROLE_OF[decision], text, created, self.index))
+                record = self.budget.record(ROLE_OF[decision], text, created, self.index)
+                if record is not None:
+                    self.records.append(record)
             self.index += 1
         self.tally.note(decision)
 

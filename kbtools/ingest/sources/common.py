@@ -331,14 +331,21 @@ def not_regular_unit(ref: SourceRef) -> SourceUnit:
 
 
 class ProseBudget:
-    """Caps the prose a unit retains (first fit, like the pipeline's budget)."""
+    """Caps the prose a unit retains (first fit, like the pipeline's budget).
 
-    __slots__ = ("cap", "used", "truncated")
+    A turn starts at every prompt, so a prompt that does not fit leaves a stand-in: without
+    it the replies after it would join the turn before and answer the wrong question. A stand-in
+    says how long the message was and holds nothing of it (no cut text for redaction to miss).
+    Stand-ins of one role and length are one object, so a store of a million refused messages
+    costs a pointer each; :func:`answered` drops those that no reply follows."""
+
+    __slots__ = ("cap", "used", "truncated", "_stand_ins")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.used = 0
         self.truncated = False
+        self._stand_ins: dict[tuple[str, int], Record] = {}
 
     @classmethod
     def for_max_text(cls, max_text: int) -> ProseBudget:
@@ -350,6 +357,49 @@ class ProseBudget:
             return False
         self.used += len(text)
         return True
+
+    def record(self, role: str, text: str, created: Any, index: int) -> Record | None:
+        """The message as a record if it fits; else a prompt's stand-in, and None for a reply."""
+        if self.admit(text):
+            return make_record(role, text, created, index)
+        return None if role == "assistant" else self.stand_in(role, len(text))
+
+    def keep(self, record: Record) -> Record | None:
+        """:meth:`record` for a record already made (a stand-in stays as it is)."""
+        if is_stand_in(record) or self.admit(record.text):
+            return record
+        return None if record.role == "assistant" else self.stand_in(record.role, len(record.text))
+
+    def stand_in(self, role: str, length: int) -> Record:
+        """The stand-in of a prompt of ``length`` characters."""
+        key = (role, length)
+        found = self._stand_ins.get(key)
+        if found is None:
+            found = self._stand_ins[key] = Record(role, f"[a message of {length:,}{_STAND_IN_END}", "", _STAND_IN)
+        return found
+
+
+_STAND_IN = -1  # a stand-in's index: it has no position of its own
+_STAND_IN_END = " characters not kept: over the source's prose budget]"
+
+
+def is_stand_in(record: Record) -> bool:
+    return record.index == _STAND_IN and record.text.endswith(_STAND_IN_END)
+
+
+def answered(records: list[Record]) -> list[Record]:
+    """``records`` without the stand-ins that no reply follows (a turn of a stand-in alone says
+    nothing); a stand-in that stays is dated as its reply."""
+    out: list[Record] = []
+    last = len(records) - 1
+    for at, record in enumerate(records):
+        if is_stand_in(record):
+            reply = records[at + 1] if at < last else None
+            if reply is None or reply.role != "assistant":
+                continue
+            record = record._replace(created_at=reply.created_at)
+        out.append(record)
+    return out
 
 
 def remove_tagged_blocks(text: str, tag: str) -> str:

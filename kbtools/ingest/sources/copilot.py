@@ -55,7 +55,6 @@ from kbtools.ingest.sources.common import (
     Tally,
     content_texts,
     file_ref,
-    make_record,
     read_json_file,
     unavailable_ref,
     unavailable_unit,
@@ -147,9 +146,10 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         if decision in (USER, ASSISTANT):
             text = data.get("content")
             if isinstance(text, str) and text.strip():
-                if budget.admit(text):
-                    role = "user" if decision == USER else "assistant"
-                    records.append(make_record(role, text, obj.get("timestamp"), len(records)))
+                role = "user" if decision == USER else "assistant"
+                record = budget.record(role, text, obj.get("timestamp"), len(records))
+                if record is not None:
+                    records.append(record)
             else:
                 decision = TOOL_IO if data.get("toolRequests") else METADATA
         tally.note(decision)
@@ -202,8 +202,8 @@ def _load_legacy(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             text = "\n\n".join(t for t in content_texts(message.get("content")) if t.strip())
             if not text:
                 decision = TOOL_IO if message.get("tool_calls") else METADATA
-            elif budget.admit(text):
-                records.append(make_record(str(role), text, None, len(records)))
+            elif (record := budget.record(str(role), text, None, len(records))) is not None:
+                records.append(record)
         tally.note(decision)
     timeline = obj.get("timeline")
     tally.note(DUPLICATE, len(timeline) if isinstance(timeline, list) else 0)

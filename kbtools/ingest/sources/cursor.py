@@ -56,7 +56,6 @@ from kbtools.ingest.sources.common import (
     Reader,
     Tally,
     error_unit,
-    make_record,
     remove_tagged_blocks,
     unavailable_ref,
     unavailable_unit,
@@ -260,8 +259,8 @@ def _chat_message(
         tally.note(other or (INJECTED if role == "user" else METADATA))
         return
     tally.note(USER if role == "user" else ASSISTANT)
-    if budget.admit(text):
-        records.append(make_record(role, text, created, len(records)))
+    if (record := budget.record(role, text, created, len(records))) is not None:
+        records.append(record)
 
 
 def _load_composer(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
@@ -340,5 +339,5 @@ def _bubble(bubble: Any, tally: Tally, budget: ProseBudget, records: list[Record
             tally.note(METADATA)
         return
     tally.note(USER if role == "user" else ASSISTANT)
-    if budget.admit(text):
-        records.append(make_record(role, text, bubble.get("createdAt") or created, len(records)))
+    if (record := budget.record(role, text, bubble.get("createdAt") or created, len(records))) is not None:
+        records.append(record)

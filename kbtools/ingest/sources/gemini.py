@@ -50,7 +50,6 @@ from kbtools.ingest.sources.common import (
     Reader,
     Tally,
     file_ref,
-    make_record,
     read_json_file,
     unavailable_ref,
     unavailable_unit,
@@ -154,8 +153,10 @@ class _Recording:
             for extra in message.get("_decisions", ()):
                 self.tally.note(extra)
             self.tally.note(decision)
-            if decision in ROLE_OF and text and budget.admit(text):
-                records.append(make_record(ROLE_OF[decision], text, message.get("timestamp"), index))
+            if decision in ROLE_OF and text:
+                record = budget.record(ROLE_OF[decision], text, message.get("timestamp"), index)
+                if record is not None:
+                    records.append(record)
         return records
 
 

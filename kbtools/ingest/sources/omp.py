@@ -44,7 +44,6 @@ from kbtools.ingest.sources.common import (
     Tally,
     content_texts,
     file_ref,
-    make_record,
     unavailable_ref,
     unavailable_unit,
     unmined_unit,
@@ -228,9 +227,9 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
         message = obj.get("message")
         if kind == "message" and isinstance(message, dict):
             decision, text = _decide(message, subagent)
-            if text and collecting.admit(text):
+            if text:
                 created = message.get("timestamp") or obj.get("timestamp")
-                record = make_record(ROLE_OF[decision], text, created, message_index)
+                record = collecting.record(ROLE_OF[decision], text, created, message_index)
             if decision in ROLE_OF:
                 message_index += 1
             tally.note(decision)
@@ -241,7 +240,7 @@ def _load_session(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
     active, dropped = tree.active_branch()
     for record in dropped:
         tally.moved({"user": USER, "agent": AGENT}.get(record.role, ASSISTANT), ABANDONED, 1)
-    kept = [r for r in active if final_budget.admit(r.text)]
+    kept = [k for r in active if (k := final_budget.keep(r)) is not None]
     session_id = header.get("id")
     cwd = header.get("cwd")
     return scan.unit(

@@ -56,7 +56,6 @@ from kbtools.ingest.sources.common import (
     Tally,
     compact_json,
     error_unit,
-    make_record,
     read_error,
     read_regular_bytes,
     unavailable_ref,
@@ -239,8 +238,8 @@ class _Collector:
         if self._current is not None and self._texts:
             role, created, index = self._current
             text = "\n\n".join(self._texts)
-            if self.budget.admit(text):
-                self.records.append(make_record(role, text, created, index))
+            if (record := self.budget.record(role, text, created, index)) is not None:
+                self.records.append(record)
         self._texts = []
         self._current = None
 

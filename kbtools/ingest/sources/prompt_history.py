@@ -28,7 +28,6 @@ from kbtools.ingest.sources.common import (
     ProseBudget,
     Tally,
     file_ref,
-    make_record,
     text_of,
 )
 
@@ -54,9 +53,10 @@ def load(ref: SourceRef, settings: SourceSettings) -> SourceUnit:
             continue
         text = _expanded(text_of(obj.get("input")), obj.get("parts")) or text_of(obj.get("text"))
         tally.note(USER if text.strip() else METADATA)
-        if text.strip() and budget.admit(text):
+        if text.strip():
             created = obj.get("ts") if obj.get("ts") is not None else obj.get("timestamp")
-            records.append(make_record("user", text, created, index))
+            if (record := budget.record("user", text, created, index)) is not None:
+                records.append(record)
     unit = scan.unit(
         ref,
         session_identity=str(path),
