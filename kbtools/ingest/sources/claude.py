@@ -448,18 +448,23 @@ def _assistant(
         return decision or METADATA
     api_id = message.get("id")
     target = transcript.by_api_id.get(api_id) if isinstance(api_id, str) else None
-    if target is None:
+    known = target.texts if target is not None else ()
+    kept: list[str] = []
+    for text in texts:
+        if text not in known and text not in kept and budget.admit(text):
+            kept.append(text)
+    if target is not None:
+        target.lines.append(line_no)
+    elif kept:
+        # (A reply the budget refused whole leaves nothing: no record, and no object per line.)
         target = _Message(ASSISTANT, obj.get("timestamp"), len(transcript.messages), line_no)
         target.side = obj.get("isSidechain") is True
         transcript.messages.append(target)
         if isinstance(api_id, str):
             transcript.by_api_id[api_id] = target
-    else:
-        target.lines.append(line_no)
-    for text in texts:
-        if text not in target.texts and budget.admit(text):
-            target.texts.append(text)
-            transcript.stand_in = None
+    if target is not None and kept:
+        target.texts.extend(kept)
+        transcript.stand_in = None
     return ASSISTANT
 
 

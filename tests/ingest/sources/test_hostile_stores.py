@@ -97,40 +97,61 @@ def test_a_session_file_that_is_not_a_regular_file_is_skipped_unread(tmp_path: P
         assert unit.stat_key is None  # looked at again next run, never cached
 
 
-def test_a_million_message_session_stays_under_the_memory_bound(tmp_path: Path) -> None:
+def _omp_line(i: int, parent: str | None) -> dict[str, object]:
+    role = "user" if i % 2 == 0 else "assistant"
+    return {
+        "type": "message",
+        "id": f"{i:08x}",
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": role, "content": f"message number {i} of many"},
+    }
+
+
+def _claude_line(i: int, parent: str | None) -> dict[str, object]:
+    # The line shape daaain/claude-code-log documents (claude_code_log/models.py; test_claude_decisions.py).
+    common = {"parentUuid": parent, "isSidechain": False, "uuid": f"{i:08x}-0000-4000-8000-000000000000"}
+    common |= {"sessionId": "big", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"}
+    if i % 2 == 0:
+        return common | {"type": "user", "message": {"role": "user", "content": f"message number {i} of many"}}
+    content = [{"type": "text", "text": f"message number {i} of many"}]
+    return common | {"type": "assistant", "message": {"id": f"msg_{i}", "role": "assistant", "content": content}}
+
+
+@pytest.mark.parametrize("store", ["omp", "claude"])
+def test_a_million_message_session_stays_under_the_memory_bound(tmp_path: Path, store: str) -> None:
     """Peak RSS of reading one 10^6-message session (a child process, so the
-    measure is the reader's alone), under the 200 MB bound."""
-    path = tmp_path / "omp" / "-p" / "big.jsonl"
+    measure is the reader's alone), under the 200 MB bound. Past the prose budget
+    (a few thousand messages in) the rest is read and left out."""
+    if store == "omp":
+        path = tmp_path / "omp" / "-p" / "big.jsonl"
+        head = {"type": "session", "version": 3, "id": "big", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"}
+        lines, key, field = _omp_line, "id", "omp_sessions"
+    else:
+        path = tmp_path / "claude" / "projects" / "-p" / "3f0c9c2e-1111-4222-8333-444455556666.jsonl"
+        head, lines, key, field = None, _claude_line, "uuid", "claude_dir"
     path.parent.mkdir(parents=True)
     with path.open("w") as fh:
-        fh.write(
-            json.dumps({"type": "session", "version": 3, "id": "big", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"})
-        )
-        fh.write("\n")
+        if head is not None:
+            fh.write(json.dumps(head) + "\n")
         parent = None
         for i in range(1_000_000):
-            entry = {
-                "type": "message",
-                "id": f"{i:08x}",
-                "parentId": parent,
-                "timestamp": "2026-01-01T00:00:00Z",
-                "message": {"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} of many"},
-            }
-            parent = entry["id"]
+            entry = lines(i, parent)
+            parent = str(entry[key])
             fh.write(json.dumps(entry, separators=(",", ":")))
             fh.write("\n")
     script = (
         "import resource, sys\n"
         "from pathlib import Path\n"
         "from kbtools.ingest.model import SourceSettings\n"
-        "from kbtools.ingest.sources import omp\n"
-        "cfg = SourceSettings(omp_sessions=Path(sys.argv[1]))\n"
-        "(ref,) = [r for r in omp.discover(cfg)]\n"
-        "unit = omp.load(ref, cfg)\n"
-        "assert unit.records and not unit.error, unit.error\n"
+        f"from kbtools.ingest.sources import {store} as reader\n"
+        f"cfg = SourceSettings({field}=Path(sys.argv[1]))\n"
+        "(ref,) = [r for r in reader.discover(cfg)]\n"
+        "unit = reader.load(ref, cfg)\n"
+        "assert unit.records and unit.truncated and not unit.error, unit.error\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "omp")], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / store)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     peak_mb = int(out.stdout.strip()) / 1024
     assert peak_mb < 200, peak_mb
