@@ -4,7 +4,7 @@ arrays of numbers, and the lines a rewind abandoned (see :mod:`kbtools.ingest.so
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from itertools import islice
 
 # The parent of a root, and of a record whose parent is not known (see Tree).
 ROOT = 0
@@ -47,43 +47,65 @@ class Tree:
         """Lines of the main chain's tree off the path from its last entry to
         the root: the branches a rewind left. Nothing when that path cannot
         be followed to a root; other trees of the file (a root of its own) are
-        never touched."""
+        never touched. An entry's parent is the first entry with its id, and
+        only one before it counts."""
         if self.leaf is None:
             return set()
-        ids, parents, n = self.ids, self.parents, len(self.ids)
-        order = sorted(range(n), key=ids.__getitem__)
-        sorted_ids = array("q", (ids[i] for i in order))
-        where = array("l", order)
-        del order
-
-        def find(uid: int) -> int:
-            k = bisect_left(sorted_ids, uid)
-            return where[k] if k < n and sorted_ids[k] == uid else -1
-
-        tree = array("q", bytes(8 * n))
+        ids, parents, lines, main, n = self.ids, self.parents, self.lines, self.main, len(self.ids)
+        up = self._parent_positions()
+        tree = array("q", bytes(8 * n))  # the id of each entry's root, or UNKNOWN_PARENT
         for pos in range(n):
-            parent = parents[pos]
-            if parent == ROOT:
+            j = up[pos]
+            if j >= 0:
+                tree[pos] = tree[j]
+            elif parents[pos] == ROOT:
                 tree[pos] = ids[pos]
-            elif parent == UNKNOWN_PARENT:
-                tree[pos] = UNKNOWN_PARENT
             else:
-                j = find(parent)
-                tree[pos] = tree[j] if 0 <= j < pos else UNKNOWN_PARENT
+                tree[pos] = UNKNOWN_PARENT
         active = tree[self.leaf]
         if active == UNKNOWN_PARENT:
             return set()
+        # The path up from the leaf (it reaches the root: every step goes to an earlier entry).
         on_path = bytearray(n)
+        kept = bytearray(lines[-1] + 1)  # lines of the path (line numbers grow with the position)
         pos = self.leaf
-        while 0 <= pos and not on_path[pos]:
+        while pos >= 0:
             on_path[pos] = 1
-            parent = parents[pos]
-            if parent in (ROOT, UNKNOWN_PARENT):
-                break
-            pos = find(parent)
-        kept = {self.lines[p] for p in range(n) if on_path[p]}
+            kept[lines[pos]] = 1
+            pos = up[pos]
         return {
-            self.lines[p]
-            for p in range(n)
-            if self.main[p] and tree[p] == active and not on_path[p] and self.lines[p] not in kept
+            line for p, line in enumerate(lines) if main[p] and not on_path[p] and not kept[line] and tree[p] == active
         }
+
+    def _parent_positions(self) -> array[int]:
+        """The position of each entry's parent: the first entry with the parent's id, if it
+        comes before (-1 for a root, an unknown parent, one not found or not before). Most
+        parents are the entry just before, so only the others are looked up, by a scan that
+        notes the first position of the ids wanted: no table of every id."""
+        ids, parents, n = self.ids, self.parents, len(self.ids)
+        ordered = sorted(ids)
+        twice = {a for a, b in zip(ordered, islice(ordered, 1, None)) if a == b}
+        del ordered
+        up = array("q", bytes(8 * n))
+        far: list[int] = []  # positions whose parent is not the entry before it
+        previous = -1  # no id or marker
+        for pos in range(n):
+            parent = parents[pos]
+            if parent == previous and parent not in twice:
+                up[pos] = pos - 1
+            else:
+                up[pos] = -1
+                if parent != ROOT and parent != UNKNOWN_PARENT:
+                    far.append(pos)
+            previous = ids[pos]
+        if far:
+            wanted = {parents[pos] for pos in far}
+            first: dict[int, int] = {}
+            for pos, uid in enumerate(ids):
+                if uid in wanted and uid not in first:
+                    first[uid] = pos
+            for pos in far:
+                j = first.get(parents[pos], -1)
+                if j < pos:
+                    up[pos] = j
+        return up
