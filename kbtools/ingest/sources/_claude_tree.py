@@ -67,7 +67,7 @@ class Tree:
             return set()
         # The path up from the leaf (it reaches the root: every step goes to an earlier entry).
         on_path = bytearray(n)
-        kept = bytearray(lines[-1] + 1)  # lines of the path (line numbers grow with the position)
+        kept = bytearray(max(lines) + 1)  # the lines of the path
         pos = self.leaf
         while pos >= 0:
             on_path[pos] = 1
@@ -86,17 +86,15 @@ class Tree:
         ordered = sorted(ids)
         twice = {a for a, b in zip(ordered, islice(ordered, 1, None)) if a == b}
         del ordered
-        up = array("q", bytes(8 * n))
+        up = array("q", [-1]) * n
         far: list[int] = []  # positions whose parent is not the entry before it
         previous = -1  # no id or marker
         for pos in range(n):
             parent = parents[pos]
             if parent == previous and parent not in twice:
                 up[pos] = pos - 1
-            else:
-                up[pos] = -1
-                if parent != ROOT and parent != UNKNOWN_PARENT:
-                    far.append(pos)
+            elif parent != ROOT and parent != UNKNOWN_PARENT:
+                far.append(pos)
             previous = ids[pos]
         if far:
             wanted = {parents[pos] for pos in far}

@@ -55,7 +55,8 @@ def _defined(tree: Tree) -> set[int]:
 
 
 _names = st.integers(min_value=0, max_value=40).map(lambda i: f"{i:08x}-0000-4000-8000-000000000000")
-_parent = st.one_of(st.just("root"), st.just("unknown"), _names)
+# "previous": the last id of the line before, as most entries of a real transcript have it.
+_parent = st.one_of(st.just("root"), st.just("unknown"), st.just("previous"), st.just("previous"), _names)
 _line = st.tuples(st.lists(_names, min_size=1, max_size=3), _parent, st.booleans(), st.integers(1, 3))
 
 
@@ -64,8 +65,15 @@ def _tree(spec: list[tuple[list[str], str, bool, int]]) -> Tree:
     line_no = 0
     for names, parent, main, gap in spec:
         line_no += gap
-        marker = {"root": ROOT, "unknown": UNKNOWN_PARENT}.get(parent)
-        tree.add(line_no, [id_hash(name) for name in names], marker or id_hash(parent), main=main)
+        if parent == "root":
+            parent_id = ROOT
+        elif parent == "unknown" or (parent == "previous" and not tree.ids):
+            parent_id = UNKNOWN_PARENT
+        elif parent == "previous":
+            parent_id = tree.ids[-1]
+        else:
+            parent_id = id_hash(parent)
+        tree.add(line_no, [id_hash(name) for name in names], parent_id, main=main)
     return tree
 
 
