@@ -118,28 +118,36 @@ def _claude_line(i: int, parent: str | None) -> dict[str, object]:
     return common | {"type": "assistant", "message": {"id": f"msg_{i}", "role": "assistant", "content": content}}
 
 
-@pytest.mark.parametrize("store", ["omp", "claude"])
-def test_a_million_message_session_stays_under_the_memory_bound(tmp_path: Path, store: str) -> None:
-    """Peak RSS of reading one 10^6-message session (a child process, so the
-    measure is the reader's alone), under the 200 MB bound. Past the prose budget
-    (a few thousand messages in) the rest is read and left out."""
+def write_big_session(root: Path, store: str, count: int = 1_000_000) -> tuple[Path, str]:
+    """One session of ``count`` messages for ``store`` ("omp" or "claude") under ``root``;
+    returns the store's folder and the SourceSettings field that names it (also used by
+    bench/big_session.py)."""
     if store == "omp":
-        path = tmp_path / "omp" / "-p" / "big.jsonl"
+        path = root / "omp" / "-p" / "big.jsonl"
         head = {"type": "session", "version": 3, "id": "big", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"}
         lines, key, field = _omp_line, "id", "omp_sessions"
     else:
-        path = tmp_path / "claude" / "projects" / "-p" / "3f0c9c2e-1111-4222-8333-444455556666.jsonl"
+        path = root / "claude" / "projects" / "-p" / "3f0c9c2e-1111-4222-8333-444455556666.jsonl"
         head, lines, key, field = None, _claude_line, "uuid", "claude_dir"
     path.parent.mkdir(parents=True)
     with path.open("w") as fh:
         if head is not None:
             fh.write(json.dumps(head) + "\n")
         parent = None
-        for i in range(1_000_000):
+        for i in range(count):
             entry = lines(i, parent)
             parent = str(entry[key])
             fh.write(json.dumps(entry, separators=(",", ":")))
             fh.write("\n")
+    return root / store, field
+
+
+@pytest.mark.parametrize("store", ["omp", "claude"])
+def test_a_million_message_session_stays_under_the_memory_bound(tmp_path: Path, store: str) -> None:
+    """Peak RSS of reading one 10^6-message session (a child process, so the
+    measure is the reader's alone), under the 200 MB bound. Past the prose budget
+    (a few thousand messages in) the rest is read and left out."""
+    folder, field = write_big_session(tmp_path, store)
     script = (
         "import resource, sys\n"
         "from pathlib import Path\n"
@@ -151,7 +159,7 @@ def test_a_million_message_session_stays_under_the_memory_bound(tmp_path: Path, 
         "assert unit.records and unit.truncated and not unit.error, unit.error\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / store)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     peak_mb = int(out.stdout.strip()) / 1024
     assert peak_mb < 200, peak_mb
